@@ -1,0 +1,129 @@
+//! The one place where errors become HTTP: a fixed JSON envelope
+//! `{"error":{"code","message"}}` for 4xx; a generic body for 5xx, with the
+//! cause sent to the log.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::auth::AuthError;
+use crate::error::Error;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code, e.g. `not_found`, `invalid_request`.
+    pub code: String,
+    pub message: String,
+}
+
+/// An error ready for the wire.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    pub fn not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", "not found")
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Invalid(m) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", m),
+            Error::NotFound => ApiError::not_found(),
+            Error::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
+            Error::Unauthorized(m) => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", m),
+            Error::Forbidden(m) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", m),
+            Error::RateLimited { retry_after_secs } => ApiError {
+                retry_after: Some(retry_after_secs),
+                ..ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    "rate limit exceeded; retry later",
+                )
+            },
+            Error::Unavailable(m) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", m)
+            }
+            Error::Database(e) => {
+                tracing::error!(error = %e, "database error");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "internal error",
+                )
+            }
+            Error::Internal(e) => {
+                tracing::error!(error = format!("{e:#}"), "internal error");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "internal error",
+                )
+            }
+        }
+    }
+}
+
+impl From<crate::ids::IdError> for ApiError {
+    fn from(e: crate::ids::IdError) -> Self {
+        Error::from(e).into()
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        Error::from(e).into()
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_owned(),
+                message: self.message,
+            },
+        };
+        let mut resp = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+                resp.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,83 @@
+//! Extractors: the verified caller ([`Auth`]), JSON bodies whose rejections
+//! use our error envelope ([`ApiJson`]), and parsed path ids.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
+use serde::de::DeserializeOwned;
+
+use super::error::ApiError;
+use crate::app::SharedApp;
+use crate::auth::{AuthError, PrincipalScope};
+use crate::error::Error;
+
+/// The caller, verified from the bearer token alone, within its rate limit.
+pub struct Auth(pub PrincipalScope);
+
+/// The token of an `Authorization: Bearer …` header, if any.
+pub fn bearer(parts: &Parts) -> Option<&str> {
+    let v = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+}
+
+/// Verify a token and apply the principal's rate limit.
+pub fn admit(app: &SharedApp, token: Option<&str>) -> Result<PrincipalScope, ApiError> {
+    let token = token.ok_or(AuthError::Missing)?;
+    let scope = app.tokens.verify(token)?;
+    if let Err(secs) = app.limits.check_principal(&scope.rate_key()) {
+        app.metrics.rate_limited();
+        return Err(Error::RateLimited {
+            retry_after_secs: secs,
+        }
+        .into());
+    }
+    Ok(scope)
+}
+
+impl FromRequestParts<SharedApp> for Auth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        app: &SharedApp,
+    ) -> Result<Self, Self::Rejection> {
+        admit(app, bearer(parts)).map(Auth)
+    }
+}
+
+/// A JSON body; malformed input is a 400/413/415 in our envelope.
+pub struct ApiJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(ApiJson(v)),
+            Err(rej) => Err(json_rejection(rej)),
+        }
+    }
+}
+
+fn json_rejection(rej: JsonRejection) -> ApiError {
+    let status = rej.status();
+    let code = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        _ => "invalid_request",
+    };
+    // Syntax and shape errors alike are a 400 with the parser's explanation.
+    let status = match status {
+        StatusCode::PAYLOAD_TOO_LARGE | StatusCode::UNSUPPORTED_MEDIA_TYPE => status,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    ApiError::new(status, code, rej.body_text())
+}

@@ -1,0 +1,147 @@
+//! HTTP, SSE and WebSocket routes. Thin: parse, call the host, map errors.
+//! [`router`] assembles every route; [`ApiDoc`] lists them for OpenAPI.
+
+pub mod console;
+pub mod error;
+pub mod events;
+pub mod extract;
+pub mod health;
+pub mod sessions;
+pub mod stream;
+pub mod tools;
+pub mod turns;
+
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use tower_http::timeout::TimeoutLayer;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::app::SharedApp;
+use error::ApiError;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "demiurge", description = "A multi-tenant host for Demiurge-style Agent Cores."),
+    paths(
+        health::healthz, health::readyz, health::metrics, health::openapi_json,
+        sessions::create_session, sessions::list_sessions, sessions::get_session,
+        turns::start_turn, turns::get_turn, turns::cancel_turn,
+        events::session_events, stream::session_stream,
+        tools::list_tools,
+    ),
+    modifiers(&BearerAuth),
+    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "operations"))
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The OpenAPI document as pretty JSON (what `demiurge openapi` prints).
+pub fn openapi_document() -> String {
+    let mut doc = ApiDoc::openapi();
+    // The version is the document's, not the build's, so the checked-in copy stays stable.
+    doc.info.version = "1".into();
+    doc.to_pretty_json().unwrap_or_else(|_| "{}".into())
+}
+
+/// Every route, with limits and middleware.
+pub fn router(app: SharedApp) -> Router {
+    let timeout = app.config.request_timeout;
+    // Ordinary request/response routes get a timeout; streams must not.
+    let rest = Router::new()
+        .route(
+            "/v1/sessions",
+            post(sessions::create_session).get(sessions::list_sessions),
+        )
+        .route("/v1/sessions/{id}", get(sessions::get_session))
+        .route("/v1/sessions/{id}/turns", post(turns::start_turn))
+        .route("/v1/sessions/{id}/turns/{turn_id}", get(turns::get_turn))
+        .route(
+            "/v1/sessions/{id}/turns/{turn_id}/cancel",
+            post(turns::cancel_turn),
+        )
+        .route("/v1/sessions/{id}/tools", get(tools::list_tools))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            timeout,
+        ));
+    let streams = Router::new()
+        .route("/v1/sessions/{id}/events", get(events::session_events))
+        .route("/v1/sessions/{id}/stream", get(stream::session_stream));
+    let limited = rest
+        .merge(streams)
+        .layer(middleware::from_fn_with_state(app.clone(), ip_rate_limit));
+    // The page reads the document from our own `/openapi.json` route.
+    let docs = utoipa_swagger_ui::SwaggerUi::new("/docs")
+        .config(utoipa_swagger_ui::Config::from("/openapi.json"));
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
+        .route("/openapi.json", get(health::openapi_json))
+        .route("/console", get(console::console))
+        .merge(limited)
+        .merge(docs)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(app.config.body_limit))
+        .layer(middleware::from_fn_with_state(app.clone(), count_responses))
+        .with_state(app)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found()
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "method not allowed on this path",
+    )
+}
+
+async fn count_responses(State(app): State<SharedApp>, req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    app.metrics.response(resp.status().as_u16());
+    resp
+}
+
+async fn ip_rate_limit(State(app): State<SharedApp>, req: Request, next: Next) -> Response {
+    let ip = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    if let Some(ip) = ip {
+        if let Err(secs) = app.limits.check_ip(ip) {
+            app.metrics.rate_limited();
+            return ApiError::from(crate::error::Error::RateLimited {
+                retry_after_secs: secs,
+            })
+            .into_response();
+        }
+    }
+    next.run(req).await
+}

@@ -1,0 +1,176 @@
+//! Sessions: create, list (cursor-paginated), get; always the caller's own.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::error::{ApiError, ApiResult, ErrorBody};
+use super::extract::{ApiJson, Auth};
+use crate::app::SharedApp;
+use crate::ids::{CoreId, SessionId, WorkspaceName};
+use crate::store::{NewSession, SessionRow};
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    /// Free text, at most 200 characters.
+    pub title: Option<String>,
+    /// The Agent Core to run (default `assistant`).
+    pub core: Option<String>,
+    /// One of the caller's own workspace folders (default `default`).
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionView {
+    pub id: String,
+    pub title: String,
+    pub core: String,
+    pub workspace: String,
+    pub provider: String,
+    /// RFC 3339.
+    pub created_at: String,
+    pub updated_at: String,
+    /// Highest event `seq` so far.
+    pub last_seq: i64,
+}
+
+impl From<SessionRow> for SessionView {
+    fn from(r: SessionRow) -> Self {
+        Self {
+            id: r.id,
+            title: r.title,
+            core: r.core,
+            workspace: r.workspace,
+            provider: r.provider,
+            created_at: crate::time::rfc3339(r.created_at),
+            updated_at: crate::time::rfc3339(r.updated_at),
+            last_seq: r.last_seq,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionPage {
+    pub items: Vec<SessionView>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct ListQuery {
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1 to 200 (default 50).
+    pub limit: Option<u32>,
+}
+
+const MAX_TITLE: usize = 200;
+
+/// Parse a session id from the path; malformed ids never reach a query.
+pub(super) fn session_id(raw: &str) -> Result<SessionId, ApiError> {
+    SessionId::parse(raw).map_err(|e| crate::error::Error::from(e).into())
+}
+
+/// Create a session owned by the caller.
+#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = CreateSession,
+    responses((status = 201, body = SessionView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn create_session(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    ApiJson(req): ApiJson<CreateSession>,
+) -> ApiResult<(StatusCode, Json<SessionView>)> {
+    let title = req.title.unwrap_or_default();
+    if title.chars().count() > MAX_TITLE {
+        return Err(crate::error::Error::Invalid(format!(
+            "title is longer than {MAX_TITLE} characters"
+        ))
+        .into());
+    }
+    let core = CoreId::parse(req.core.as_deref().unwrap_or("assistant"))?;
+    let workspace = WorkspaceName::parse(req.workspace.as_deref().unwrap_or("default"))?;
+    let dir = app
+        .config
+        .home
+        .join("tenants")
+        .join(scope.tenant().as_str())
+        .join("workspaces")
+        .join(scope.principal().as_str())
+        .join(workspace.as_str());
+    crate::bootstrap::private_dir(&dir).map_err(crate::error::Error::Internal)?;
+    let row = app
+        .store
+        .create_session(&NewSession {
+            id: SessionId::new(),
+            tenant: scope.tenant().clone(),
+            principal: scope.principal().clone(),
+            title,
+            core: core.to_string(),
+            workspace: workspace.to_string(),
+            provider: app.turns.default_provider().to_owned(),
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(row.into())))
+}
+
+/// The caller's sessions, newest first.
+#[utoipa::path(get, path = "/v1/sessions", tag = "sessions", params(ListQuery),
+    responses((status = 200, body = SessionPage), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_sessions(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<SessionPage>> {
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=200).contains(&limit) {
+        return Err(crate::error::Error::Invalid(format!(
+            "limit {limit} is not between 1 and 200"
+        ))
+        .into());
+    }
+    let cursor = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(SessionId::parse(c).map_err(|_| {
+            crate::error::Error::Invalid(format!(
+                "cursor {:?} is not a cursor from this API",
+                c.chars().take(40).collect::<String>()
+            ))
+        })?),
+    };
+    let mut rows = app
+        .store
+        .list_sessions(scope.tenant(), scope.principal(), cursor, limit + 1)
+        .await?;
+    let next_cursor = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| r.id.clone())
+    } else {
+        None
+    };
+    Ok(Json(SessionPage {
+        items: rows.into_iter().map(Into::into).collect(),
+        next_cursor,
+    }))
+}
+
+/// One of the caller's sessions.
+#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "Session id")),
+    responses((status = 200, body = SessionView), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_session(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<SessionView>> {
+    let id = session_id(&id)?;
+    let row = app
+        .store
+        .get_session(scope.tenant(), scope.principal(), id)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    Ok(Json(row.into()))
+}

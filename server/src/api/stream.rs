@@ -1,0 +1,157 @@
+//! WebSocket event stream: the same events as SSE. Auth by header or by a
+//! first frame `{"type":"auth","token":"…"}`; resume with `?after=`; pings
+//! keep the connection alive.
+//!
+//! Close codes: 4001 bad auth, 4004 no such session, 4008 fell behind (resume
+//! after the seq in the reason), 1001 server shutting down.
+
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::response::Response;
+
+use super::error::ApiResult;
+use super::events::{resume_point, AfterQuery};
+use super::extract::{admit, bearer};
+use super::sessions::session_id;
+use crate::app::SharedApp;
+use crate::auth::PrincipalScope;
+use crate::events::{OnLag, SubscriptionError};
+use crate::ids::SessionId;
+use crate::metrics::StreamKind;
+
+pub const CLOSE_BAD_AUTH: u16 = 4001;
+pub const CLOSE_NOT_FOUND: u16 = 4004;
+pub const CLOSE_LAGGED: u16 = 4008;
+pub const CLOSE_GOING_AWAY: u16 = 1001;
+
+const AUTH_FRAME_TIMEOUT: Duration = Duration::from_secs(10);
+const PING_EVERY: Duration = Duration::from_secs(20);
+
+/// The raw bearer header, checked after the upgrade so failures get a close code.
+pub struct MaybeBearer(Option<String>);
+
+impl FromRequestParts<SharedApp> for MaybeBearer {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &SharedApp) -> Result<Self, Self::Rejection> {
+        Ok(MaybeBearer(bearer(parts).map(str::to_owned)))
+    }
+}
+
+/// A session's events over WebSocket.
+#[utoipa::path(get, path = "/v1/sessions/{id}/stream", tag = "events",
+    params(("id" = String, Path, description = "Session id"), AfterQuery),
+    responses((status = 101, description = "WebSocket; text frames are event JSON. Close 4001 bad auth, 4004 not found, 4008 fell behind")),
+    security(("bearer" = [])))]
+pub async fn session_stream(
+    State(app): State<SharedApp>,
+    Path(id): Path<String>,
+    Query(q): Query<AfterQuery>,
+    MaybeBearer(token): MaybeBearer,
+    headers: axum::http::HeaderMap,
+    ws: WebSocketUpgrade,
+) -> ApiResult<Response> {
+    let sid = session_id(&id)?;
+    let after = resume_point(&headers, q.after)?;
+    Ok(ws
+        .max_message_size(64 * 1024)
+        .on_upgrade(move |socket| serve_socket(app, socket, sid, after, token)))
+}
+
+async fn close(socket: &mut WebSocket, code: u16, reason: &str) {
+    let _ = socket
+        .send(Message::Close(Some(CloseFrame {
+            code,
+            reason: reason.to_owned().into(),
+        })))
+        .await;
+}
+
+/// Wait for `{"type":"auth","token":"…"}` as the first frame.
+async fn auth_frame(socket: &mut WebSocket) -> Option<String> {
+    let msg = tokio::time::timeout(AUTH_FRAME_TIMEOUT, socket.recv())
+        .await
+        .ok()??
+        .ok()?;
+    let Message::Text(text) = msg else {
+        return None;
+    };
+    let v: serde_json::Value = serde_json::from_str(text.as_str()).ok()?;
+    if v.get("type")?.as_str()? != "auth" {
+        return None;
+    }
+    v.get("token")?.as_str().map(str::to_owned)
+}
+
+async fn serve_socket(
+    app: SharedApp,
+    mut socket: WebSocket,
+    sid: SessionId,
+    after: i64,
+    token: Option<String>,
+) {
+    let token = match token {
+        Some(t) => Some(t),
+        None => auth_frame(&mut socket).await,
+    };
+    let scope: PrincipalScope = match admit(&app, token.as_deref()) {
+        Ok(s) => s,
+        Err(e) => return close(&mut socket, CLOSE_BAD_AUTH, &e.message).await,
+    };
+    let session = match app
+        .store
+        .get_session(scope.tenant(), scope.principal(), sid)
+        .await
+    {
+        Ok(Some(s)) => s,
+        Ok(None) => return close(&mut socket, CLOSE_NOT_FOUND, "not found").await,
+        Err(e) => {
+            tracing::error!(error = %e, "websocket session lookup failed");
+            return close(&mut socket, 1011, "internal error").await;
+        }
+    };
+    let _guard = app.metrics.stream_opened(StreamKind::Ws);
+    let mut sub = app.events.subscribe(&session.id, after, OnLag::Fail);
+    let mut ping = tokio::time::interval(PING_EVERY);
+    ping.tick().await;
+    let mut awaiting_pong = false;
+    loop {
+        tokio::select! {
+            next = sub.next() => match next {
+                Ok(Some(ev)) => {
+                    if socket.send(Message::Text(ev.json.to_string().into())).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => return close(&mut socket, CLOSE_GOING_AWAY, "stream ended").await,
+                Err(SubscriptionError::Lagged(l)) => {
+                    let reason = format!("lagged; resume with after={}", l.last_seq);
+                    return close(&mut socket, CLOSE_LAGGED, &reason).await;
+                }
+                Err(SubscriptionError::Database(e)) => {
+                    tracing::error!(error = %e, "websocket backlog read failed");
+                    return close(&mut socket, 1011, "internal error").await;
+                }
+            },
+            incoming = socket.recv() => match incoming {
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                Some(Ok(Message::Pong(_))) => awaiting_pong = false,
+                // Pings are answered by the library; client text frames are ignored for now.
+                Some(Ok(_)) => {}
+            },
+            _ = ping.tick() => {
+                if awaiting_pong {
+                    return close(&mut socket, 1011, "ping timeout").await;
+                }
+                awaiting_pong = true;
+                if socket.send(Message::Ping(Vec::new().into())).await.is_err() {
+                    return;
+                }
+            }
+            _ = app.shutdown.cancelled() => return close(&mut socket, CLOSE_GOING_AWAY, "server shutting down").await,
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The application state every handler shares: one `Arc<App>`.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{RateLimits, TokenService};
+use crate::config::Config;
+use crate::events::EventLog;
+use crate::metrics::Metrics;
+use crate::store::Store;
+use crate::turn::TurnService;
+
+pub struct App {
+    pub config: Config,
+    pub store: Store,
+    pub tokens: TokenService,
+    pub limits: RateLimits,
+    pub events: EventLog,
+    pub turns: TurnService,
+    pub metrics: Arc<Metrics>,
+    /// Fired once on SIGTERM/SIGINT: streams close, turns cancel.
+    pub shutdown: CancellationToken,
+}
+
+pub type SharedApp = Arc<App>;

@@ -1,0 +1,98 @@
+//! The caller's authority. Built by [`super::TokenService::verify`] from a
+//! verified token and passed down; no request field can widen it.
+
+use crate::ids::{PrincipalId, TenantId};
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Member,
+    Operator,
+    Admin,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Member => "member",
+            Role::Operator => "operator",
+            Role::Admin => "admin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "member" => Some(Role::Member),
+            "operator" => Some(Role::Operator),
+            "admin" => Some(Role::Admin),
+            _ => None,
+        }
+    }
+}
+
+/// Who is calling: tenant, principal and role. Fields are private and there
+/// is no public constructor outside this crate's auth code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrincipalScope {
+    tenant: TenantId,
+    principal: PrincipalId,
+    role: Role,
+}
+
+impl PrincipalScope {
+    pub(crate) fn new(tenant: TenantId, principal: PrincipalId, role: Role) -> Self {
+        Self {
+            tenant,
+            principal,
+            role,
+        }
+    }
+
+    pub fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    pub fn principal(&self) -> &PrincipalId {
+        &self.principal
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// Operators and admins may see operator surfaces (task logs, audits).
+    pub fn is_operator(&self) -> bool {
+        self.role >= Role::Operator
+    }
+
+    /// The rate-limit key: one bucket per principal of a tenant.
+    pub fn rate_key(&self) -> String {
+        format!("{}/{}", self.tenant, self.principal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_order_and_parse() {
+        assert!(Role::Admin > Role::Operator && Role::Operator > Role::Member);
+        for r in [Role::Member, Role::Operator, Role::Admin] {
+            assert_eq!(Role::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(Role::parse("root"), None);
+        assert_eq!(Role::parse("Admin"), None);
+    }
+
+    #[test]
+    fn operator_check() {
+        let t = TenantId::parse("t").unwrap();
+        let p = PrincipalId::parse("p").unwrap();
+        assert!(!PrincipalScope::new(t.clone(), p.clone(), Role::Member).is_operator());
+        assert!(PrincipalScope::new(t.clone(), p.clone(), Role::Operator).is_operator());
+        assert!(PrincipalScope::new(t, p, Role::Admin).is_operator());
+    }
+}

@@ -1,0 +1,56 @@
+//! First start: the home's private folders, the node id, tenant `default`
+//! with an operator principal, and the one operator token printed to stdout.
+
+use std::fs;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::auth::Role;
+use crate::ids::{PrincipalId, TenantId};
+use crate::store::Store;
+
+pub const DEFAULT_TENANT: &str = "default";
+pub const OPERATOR_PRINCIPAL: &str = "operator";
+
+/// Create a folder (and parents) with mode 0700, tightening it if it exists.
+pub fn private_dir(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .with_context(|| format!("create {}", path.display()))?;
+    let meta = fs::metadata(path).with_context(|| format!("stat {}", path.display()))?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("make {} private", path.display()))?;
+    }
+    Ok(())
+}
+
+/// This instance's id, stable across restarts of the same home. Turns record
+/// it so a restarted node fails only the turns it left running.
+pub fn node_id(home: &Path) -> anyhow::Result<String> {
+    let path = home.join("node_id");
+    match fs::read_to_string(&path) {
+        Ok(s) if !s.trim().is_empty() => Ok(s.trim().to_owned()),
+        _ => {
+            let id = uuid::Uuid::new_v4().to_string();
+            fs::write(&path, &id).with_context(|| format!("write {}", path.display()))?;
+            Ok(id)
+        }
+    }
+}
+
+/// Ensure the default tenant and its operator. True if this was the first start.
+pub async fn default_tenant(store: &Store) -> anyhow::Result<bool> {
+    let tenant = TenantId::parse(DEFAULT_TENANT)?;
+    let first = !store.tenant_exists(&tenant).await?;
+    let operator = PrincipalId::parse(OPERATOR_PRINCIPAL)?;
+    store
+        .ensure_principal(&tenant, &operator, Role::Operator)
+        .await?;
+    Ok(first)
+}

@@ -1,0 +1,152 @@
+//! The command line: `serve`, `token issue`, `check`, `openapi`, `migrate`.
+//! Every flag has a `DEMIURGE_*` environment equivalent.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "demiurge",
+    version,
+    about = "A multi-tenant host for Demiurge-style Agent Cores"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where state lives; shared by every command that touches it.
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    /// Home folder for keys, the SQLite database, cores, workspaces and artifacts.
+    #[arg(
+        long,
+        global = true,
+        env = "DEMIURGE_HOME",
+        default_value = ".demiurge"
+    )]
+    pub home: PathBuf,
+    /// Database URL (`sqlite://…` or `postgres://…`); default: SQLite at `<home>/demiurge.db`.
+    #[arg(long, global = true, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Log format.
+    #[arg(
+        long,
+        global = true,
+        env = "DEMIURGE_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server.
+    Serve(ServeArgs),
+    /// Issue tokens.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+    /// Print a policy verdict as JSON.
+    Check {
+        #[command(subcommand)]
+        command: CheckCommand,
+    },
+    /// Print the OpenAPI document.
+    Openapi,
+    /// Apply database migrations and exit.
+    Migrate,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Print a signed JWT for a principal (creating the tenant and principal if missing).
+    Issue {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        principal: String,
+        #[arg(long, value_enum, default_value = "member")]
+        role: RoleArg,
+        /// Lifetime, e.g. `1h`, `30m`, `7d`.
+        #[arg(long, default_value = "1h")]
+        ttl: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RoleArg {
+    Member,
+    Operator,
+    Admin,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CheckCommand {
+    /// Check a URL against the host URL policy (resolves DNS like a real fetch).
+    Url { url: String },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "DEMIURGE_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: String,
+    /// Model provider: `fake` (offline, deterministic) or `openai` (any compatible endpoint).
+    #[arg(long, env = "DEMIURGE_PROVIDER")]
+    pub provider: Option<String>,
+    /// Base URL of the OpenAI-compatible endpoint.
+    #[arg(
+        long,
+        env = "DEMIURGE_OPENAI_BASE_URL",
+        default_value = "https://api.openai.com/v1"
+    )]
+    pub openai_base_url: String,
+    /// Model name sent to the provider.
+    #[arg(long, env = "DEMIURGE_MODEL", default_value = "gpt-4o-mini")]
+    pub model: String,
+    /// Most model calls in one turn before it fails with `max_model_steps`.
+    #[arg(long, env = "DEMIURGE_MAX_MODEL_STEPS", default_value_t = 16)]
+    pub max_model_steps: u32,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "DEMIURGE_BODY_LIMIT", default_value_t = 1024 * 1024)]
+    pub body_limit: usize,
+    /// Timeout for ordinary (non-streaming) requests, e.g. `30s`.
+    #[arg(long, env = "DEMIURGE_REQUEST_TIMEOUT", default_value = "30s")]
+    pub request_timeout: String,
+    /// Requests per second allowed per principal (0 disables the limit).
+    #[arg(long, env = "DEMIURGE_RATE_LIMIT_PRINCIPAL", default_value_t = 50)]
+    pub rate_limit_principal: u32,
+    /// Requests per second allowed per client IP (0 disables the limit).
+    #[arg(long, env = "DEMIURGE_RATE_LIMIT_IP", default_value_t = 200)]
+    pub rate_limit_ip: u32,
+    /// Burst size for both rate limits.
+    #[arg(long, env = "DEMIURGE_RATE_LIMIT_BURST", default_value_t = 400)]
+    pub rate_limit_burst: u32,
+    /// Events a slow WebSocket subscriber may fall behind before it is closed.
+    #[arg(long, env = "DEMIURGE_STREAM_BUFFER", default_value_t = 1024)]
+    pub stream_buffer: usize,
+    /// PEM file with a public key for tokens of an external identity provider.
+    #[arg(long, env = "DEMIURGE_JWT_PUBLIC_KEY_FILE")]
+    pub jwt_public_key_file: Option<PathBuf>,
+    /// Algorithm of that key: `RS256` or `EdDSA`.
+    #[arg(long, env = "DEMIURGE_JWT_PUBLIC_KEY_ALG", default_value = "RS256")]
+    pub jwt_public_key_alg: String,
+    /// Expected `iss` of external tokens (local tokens use `demiurge`).
+    #[arg(long, env = "DEMIURGE_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+    /// Expected `aud` of every token.
+    #[arg(long, env = "DEMIURGE_JWT_AUDIENCE", default_value = "demiurge")]
+    pub jwt_audience: String,
+}

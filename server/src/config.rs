@@ -1,0 +1,261 @@
+//! Settings, parsed once from flags and environment into typed values.
+//! A bad value fails start-up with one line naming it.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::{CommonArgs, ServeArgs};
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// Which backend a database URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug, Clone)]
+pub struct DatabaseConfig {
+    pub url: String,
+    pub backend: Backend,
+}
+
+impl DatabaseConfig {
+    /// The configured URL, or SQLite under the home.
+    pub fn resolve(home: &std::path::Path, url: Option<&str>) -> Result<Self, ConfigError> {
+        let url = match url {
+            Some(u) if !u.trim().is_empty() => u.trim().to_owned(),
+            _ => format!("sqlite://{}?mode=rwc", home.join("demiurge.db").display()),
+        };
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Backend::Postgres
+        } else {
+            return Err(ConfigError(format!(
+                "database URL {:?} must start with sqlite:// or postgres://",
+                redact_url(&url)
+            )));
+        };
+        Ok(Self { url, backend })
+    }
+}
+
+/// A database URL without its password, for messages.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://<redacted>@{}", &url[..s], &url[at + 1..]),
+        _ => url.to_owned(),
+    }
+}
+
+/// An API key: kept out of `Debug`, logs and errors.
+#[derive(Clone)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderKind {
+    Fake,
+    OpenAi,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    pub openai_base_url: String,
+    pub openai_api_key: Option<ApiKey>,
+    pub model: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct ExternalJwtKey {
+    pub pem: Vec<u8>,
+    pub algorithm: jsonwebtoken::Algorithm,
+}
+
+#[derive(Debug, Clone)]
+pub struct AuthConfig {
+    pub audience: String,
+    pub external_issuer: Option<String>,
+    pub external_key: Option<ExternalJwtKey>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimitConfig {
+    pub per_principal: u32,
+    pub per_ip: u32,
+    pub burst: u32,
+}
+
+/// Everything `serve` needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: SocketAddr,
+    pub home: PathBuf,
+    pub database: DatabaseConfig,
+    pub provider: ProviderConfig,
+    pub max_model_steps: u32,
+    pub body_limit: usize,
+    pub request_timeout: Duration,
+    pub rate_limit: RateLimitConfig,
+    pub stream_buffer: usize,
+    pub auth: AuthConfig,
+}
+
+pub fn parse_duration(name: &str, s: &str) -> Result<Duration, ConfigError> {
+    humantime::parse_duration(s.trim()).map_err(|e| {
+        ConfigError(format!(
+            "{name} {s:?} is not a duration ({e}); use e.g. 30s, 5m, 1h"
+        ))
+    })
+}
+
+impl Config {
+    pub fn from_args(common: &CommonArgs, serve: &ServeArgs) -> Result<Self, ConfigError> {
+        let bind: SocketAddr = serve.bind.parse().map_err(|_| {
+            ConfigError(format!(
+                "--bind {:?} is not an address like 127.0.0.1:8080",
+                serve.bind
+            ))
+        })?;
+        let database = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
+        let api_key = std::env::var("DEMIURGE_OPENAI_API_KEY")
+            .ok()
+            .filter(|k| !k.trim().is_empty())
+            .map(ApiKey);
+        let kind = match serve.provider.as_deref().map(str::trim) {
+            None | Some("") => {
+                if api_key.is_some() {
+                    ProviderKind::OpenAi
+                } else {
+                    ProviderKind::Fake
+                }
+            }
+            Some("fake") => ProviderKind::Fake,
+            Some("openai") => ProviderKind::OpenAi,
+            Some(other) => {
+                return Err(ConfigError(format!(
+                    "--provider {other:?} is not one of: fake, openai"
+                )))
+            }
+        };
+        if serve.max_model_steps == 0 {
+            return Err(ConfigError("--max-model-steps must be at least 1".into()));
+        }
+        if serve.body_limit < 1024 {
+            return Err(ConfigError(format!(
+                "--body-limit {} is below 1024 bytes",
+                serve.body_limit
+            )));
+        }
+        if serve.stream_buffer < 16 {
+            return Err(ConfigError(format!(
+                "--stream-buffer {} is below 16",
+                serve.stream_buffer
+            )));
+        }
+        let external_key = match &serve.jwt_public_key_file {
+            None => None,
+            Some(path) => {
+                let pem = std::fs::read(path).map_err(|e| {
+                    ConfigError(format!("--jwt-public-key-file {}: {e}", path.display()))
+                })?;
+                let algorithm = match serve.jwt_public_key_alg.as_str() {
+                    "RS256" => jsonwebtoken::Algorithm::RS256,
+                    "EdDSA" => jsonwebtoken::Algorithm::EdDSA,
+                    other => {
+                        return Err(ConfigError(format!(
+                            "--jwt-public-key-alg {other:?} is not one of: RS256, EdDSA"
+                        )))
+                    }
+                };
+                Some(ExternalJwtKey { pem, algorithm })
+            }
+        };
+        Ok(Self {
+            bind,
+            home: common.home.clone(),
+            database,
+            provider: ProviderConfig {
+                kind,
+                openai_base_url: serve.openai_base_url.trim_end_matches('/').to_owned(),
+                openai_api_key: api_key,
+                model: serve.model.clone(),
+            },
+            max_model_steps: serve.max_model_steps,
+            body_limit: serve.body_limit,
+            request_timeout: parse_duration("--request-timeout", &serve.request_timeout)?,
+            rate_limit: RateLimitConfig {
+                per_principal: serve.rate_limit_principal,
+                per_ip: serve.rate_limit_ip,
+                burst: serve.rate_limit_burst.max(1),
+            },
+            stream_buffer: serve.stream_buffer,
+            auth: AuthConfig {
+                audience: serve.jwt_audience.clone(),
+                external_issuer: serve.jwt_issuer.clone(),
+                external_key,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_urls() {
+        let home = std::path::Path::new("/h");
+        let d = DatabaseConfig::resolve(home, None).unwrap();
+        assert_eq!(d.backend, Backend::Sqlite);
+        assert_eq!(d.url, "sqlite:///h/demiurge.db?mode=rwc");
+        let d = DatabaseConfig::resolve(home, Some("postgres://u:p@localhost/test")).unwrap();
+        assert_eq!(d.backend, Backend::Postgres);
+        let e = DatabaseConfig::resolve(home, Some("mysql://u:secret@h/db")).unwrap_err();
+        assert!(e.0.contains("mysql://<redacted>@h/db"), "{}", e.0);
+        assert!(!e.0.contains("secret"));
+    }
+
+    #[test]
+    fn redact_url_hides_passwords() {
+        assert_eq!(
+            redact_url("postgres://a:b@h/d"),
+            "postgres://<redacted>@h/d"
+        );
+        assert_eq!(redact_url("sqlite:///x.db"), "sqlite:///x.db");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("x", "30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(
+            parse_duration("x", "1h").unwrap(),
+            Duration::from_secs(3600)
+        );
+        assert!(parse_duration("x", "soon").unwrap_err().0.contains("soon"));
+    }
+
+    #[test]
+    fn api_key_debug_is_redacted() {
+        let k = ApiKey("sk-verysecret".into());
+        assert!(!format!("{k:?}").contains("verysecret"));
+    }
+}

@@ -1,0 +1,148 @@
+//! The event log: every event is persisted with its per-session `seq` before
+//! it is fanned out to subscribers (SSE, WebSocket, channels). Appends are
+//! group-committed by one writer task; subscribers read the backlog from the
+//! database and then follow the live feed, with no gap and no duplicate.
+
+mod hub;
+mod subscription;
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+
+pub use hub::Hub;
+pub use subscription::{Lagged, OnLag, Subscription, SubscriptionError};
+
+use crate::store::{EventRow, NewEvent, Store};
+
+/// A persisted event, serialised once for every subscriber.
+#[derive(Debug)]
+pub struct Event {
+    pub seq: i64,
+    pub session_id: String,
+    pub turn_id: Option<String>,
+    pub kind: String,
+    /// The wire form: `{"seq","session_id","turn_id","type","at","data"}`.
+    pub json: Arc<str>,
+}
+
+impl Event {
+    pub fn from_row(r: &EventRow) -> Self {
+        let json = format!(
+            r#"{{"seq":{},"session_id":{},"turn_id":{},"type":{},"at":{},"data":{}}}"#,
+            r.seq,
+            serde_json::Value::from(r.session_id.as_str()),
+            r.turn_id
+                .as_deref()
+                .map(serde_json::Value::from)
+                .unwrap_or(serde_json::Value::Null),
+            serde_json::Value::from(r.kind.as_str()),
+            serde_json::Value::from(r.at.as_str()),
+            r.data
+        );
+        Self {
+            seq: r.seq,
+            session_id: r.session_id.clone(),
+            turn_id: r.turn_id.clone(),
+            kind: r.kind.clone(),
+            json: json.into(),
+        }
+    }
+}
+
+type Reply = oneshot::Sender<Result<Arc<Event>, String>>;
+
+/// Handle to the log; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct EventLog {
+    store: Store,
+    hub: Hub,
+    tx: mpsc::Sender<(NewEvent, Reply)>,
+}
+
+/// Most events committed in one transaction.
+const MAX_BATCH: usize = 256;
+
+impl EventLog {
+    /// Start the writer task.
+    pub fn start(store: Store, hub: Hub) -> Self {
+        let (tx, rx) = mpsc::channel(4096);
+        tokio::spawn(writer(store.clone(), hub.clone(), rx));
+        Self { store, hub, tx }
+    }
+
+    /// Persist an event, then publish it. Returns the stored event.
+    pub async fn append(
+        &self,
+        session_id: &str,
+        turn_id: Option<&str>,
+        kind: &str,
+        data: serde_json::Value,
+    ) -> Result<Arc<Event>, crate::error::Error> {
+        let ev = NewEvent {
+            session_id: session_id.to_owned(),
+            turn_id: turn_id.map(str::to_owned),
+            kind: kind.to_owned(),
+            at_ms: crate::time::now_ms(),
+            data,
+        };
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send((ev, reply))
+            .await
+            .map_err(|_| crate::error::Error::Unavailable("event log is closed".into()))?;
+        match rx.await {
+            Ok(Ok(ev)) => Ok(ev),
+            Ok(Err(msg)) => Err(crate::error::Error::Internal(anyhow::anyhow!(
+                "append event: {msg}"
+            ))),
+            Err(_) => Err(crate::error::Error::Unavailable(
+                "event log is closed".into(),
+            )),
+        }
+    }
+
+    /// Follow a session's events with `seq > after`.
+    pub fn subscribe(&self, session_id: &str, after: i64, on_lag: OnLag) -> Subscription {
+        Subscription::new(
+            self.store.clone(),
+            self.hub.clone(),
+            session_id,
+            after,
+            on_lag,
+        )
+    }
+
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+}
+
+async fn writer(store: Store, hub: Hub, mut rx: mpsc::Receiver<(NewEvent, Reply)>) {
+    let mut batch: Vec<(NewEvent, Reply)> = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = rx.recv().await {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        let (events, replies): (Vec<NewEvent>, Vec<Reply>) = batch.drain(..).unzip();
+        match store.append_events(&events).await {
+            Ok(rows) => {
+                for (row, reply) in rows.iter().zip(replies) {
+                    let ev = Arc::new(Event::from_row(row));
+                    hub.publish(&ev);
+                    let _ = reply.send(Ok(ev));
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, count = events.len(), "failed to persist events");
+                for reply in replies {
+                    let _ = reply.send(Err(e.to_string()));
+                }
+            }
+        }
+    }
+}

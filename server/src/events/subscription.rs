@@ -1,0 +1,136 @@
+//! One subscriber's ordered view of a session: backlog from the database,
+//! then the live feed. Gaps (events committed elsewhere, or a lagging
+//! receiver in refill mode) are filled from the database, so nothing is lost.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use tokio::sync::broadcast::{self, error::RecvError};
+
+use super::{Event, Hub};
+use crate::store::Store;
+
+/// What to do when this subscriber falls further behind than the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnLag {
+    /// Re-read the missed events from the database (SSE).
+    Refill,
+    /// Report [`Lagged`] so the caller closes and the client resumes by seq (WebSocket).
+    Fail,
+}
+
+/// The subscriber fell behind; it should resume after `last_seq`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lagged {
+    pub last_seq: i64,
+}
+
+pub struct Subscription {
+    store: Store,
+    hub: Hub,
+    session_id: String,
+    rx: broadcast::Receiver<Arc<Event>>,
+    /// Highest seq already yielded.
+    last: i64,
+    pending: VecDeque<Arc<Event>>,
+    backlog_done: bool,
+    on_lag: OnLag,
+}
+
+const PAGE: u32 = 500;
+
+impl Subscription {
+    pub(super) fn new(store: Store, hub: Hub, session_id: &str, after: i64, on_lag: OnLag) -> Self {
+        // Subscribe before reading the backlog, so nothing falls between the two.
+        let rx = hub.subscribe(session_id);
+        Self {
+            store,
+            hub,
+            session_id: session_id.to_owned(),
+            rx,
+            last: after.max(0),
+            pending: VecDeque::new(),
+            backlog_done: false,
+            on_lag,
+        }
+    }
+
+    pub fn last_seq(&self) -> i64 {
+        self.last
+    }
+
+    /// Read events after `self.last` from the database into `pending`.
+    async fn fill(&mut self) -> Result<usize, sqlx::Error> {
+        let rows = self
+            .store
+            .events_after(&self.session_id, self.last, PAGE)
+            .await?;
+        let n = rows.len();
+        for r in &rows {
+            self.pending.push_back(Arc::new(Event::from_row(r)));
+        }
+        Ok(n)
+    }
+
+    /// The next event in seq order. `Ok(None)` when the hub closed.
+    pub async fn next(&mut self) -> Result<Option<Arc<Event>>, SubscriptionError> {
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                if ev.seq <= self.last {
+                    continue;
+                }
+                self.last = ev.seq;
+                return Ok(Some(ev));
+            }
+            if !self.backlog_done {
+                let n = self.fill().await?;
+                if n < PAGE as usize {
+                    self.backlog_done = true;
+                }
+                continue;
+            }
+            match self.rx.recv().await {
+                Ok(ev) => {
+                    if ev.seq <= self.last {
+                        continue;
+                    }
+                    if ev.seq == self.last + 1 {
+                        self.last = ev.seq;
+                        return Ok(Some(ev));
+                    }
+                    // A gap: someone else committed events we did not see live.
+                    self.backlog_done = false;
+                }
+                Err(RecvError::Lagged(_)) => match self.on_lag {
+                    OnLag::Fail => {
+                        return Err(SubscriptionError::Lagged(Lagged {
+                            last_seq: self.last,
+                        }))
+                    }
+                    OnLag::Refill => {
+                        self.rx = self.rx.resubscribe();
+                        self.backlog_done = false;
+                    }
+                },
+                Err(RecvError::Closed) => return Ok(None),
+            }
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        // Our receiver still counts until it is dropped; swap it out first.
+        let rx = std::mem::replace(&mut self.rx, broadcast::channel(1).1);
+        drop(rx);
+        self.hub.release(&self.session_id);
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SubscriptionError {
+    #[error("subscriber fell behind")]
+    Lagged(Lagged),
+    #[error("database error")]
+    Database(#[from] sqlx::Error),
+}

@@ -1,0 +1,155 @@
+//! Building and running the server: open the store, bootstrap, recover lost
+//! turns, bind (port 0 works for tests), serve, and drain on shutdown.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{App, SharedApp};
+use crate::auth::{load_or_create_signing_key, RateLimits, TokenService};
+use crate::config::{Config, ProviderKind};
+use crate::events::{EventLog, Hub};
+use crate::metrics::Metrics;
+use crate::store::Store;
+use crate::turn::fake::FakeProvider;
+use crate::turn::openai::OpenAiProvider;
+use crate::turn::{Providers, TurnService};
+
+/// A built, bound, not yet serving application.
+pub struct Application {
+    listener: TcpListener,
+    app: SharedApp,
+    /// True when this start created the default tenant.
+    pub first_start: bool,
+}
+
+impl Application {
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        crate::bootstrap::private_dir(&config.home)?;
+        let node_id = crate::bootstrap::node_id(&config.home)?;
+        let store = Store::open(&config.database).await?;
+        let key = load_or_create_signing_key(&config.home)?;
+        let tokens = TokenService::new(&key, &config.auth).context("load token keys")?;
+        let metrics = Arc::new(Metrics::default());
+        let events = EventLog::start(store.clone(), Hub::new(config.stream_buffer));
+        let openai: Option<Arc<dyn crate::turn::provider::Provider>> = match config.provider.kind {
+            ProviderKind::OpenAi => Some(Arc::new(OpenAiProvider::new(
+                &config.provider.openai_base_url,
+                config.provider.openai_api_key.clone(),
+                &config.provider.model,
+            )?)),
+            ProviderKind::Fake => None,
+        };
+        let providers = Providers {
+            default: match config.provider.kind {
+                ProviderKind::Fake => "fake",
+                ProviderKind::OpenAi => "openai",
+            },
+            fake: Arc::new(FakeProvider),
+            openai,
+        };
+        let turns = TurnService::new(
+            store.clone(),
+            events.clone(),
+            metrics.clone(),
+            providers,
+            config.max_model_steps,
+            node_id,
+        );
+        let first_start = crate::bootstrap::default_tenant(&store).await?;
+        let lost = turns.recover_lost().await.context("recover lost turns")?;
+        if lost > 0 {
+            tracing::warn!(
+                count = lost,
+                "marked turns left running by a previous run as failed (lost)"
+            );
+        }
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .with_context(|| format!("bind {}", config.bind))?;
+        let app = Arc::new(App {
+            limits: RateLimits::new(&config.rate_limit),
+            config,
+            store,
+            tokens,
+            events,
+            turns,
+            metrics,
+            shutdown: CancellationToken::new(),
+        });
+        Ok(Self {
+            listener,
+            app,
+            first_start,
+        })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    pub fn app(&self) -> &SharedApp {
+        &self.app
+    }
+
+    /// Serve until `shutdown` fires; then stop accepting, close streams,
+    /// cancel running turns and close the pool.
+    pub async fn run(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let app = self.app;
+        let token = app.shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.await;
+            tracing::info!("shutting down");
+            token.cancel();
+        });
+        let limits = app.limits.clone();
+        let prune_stop = app.shutdown.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(60));
+            loop {
+                tokio::select! {
+                    _ = every.tick() => limits.prune(),
+                    _ = prune_stop.cancelled() => return,
+                }
+            }
+        });
+        let router = crate::api::router(app.clone());
+        let stop = app.shutdown.clone();
+        axum::serve(
+            self.listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await
+        .context("serve")?;
+        app.turns.shutdown(Duration::from_secs(10)).await;
+        app.store.close().await;
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    match (term, int) {
+        (Ok(mut t), Ok(mut i)) => {
+            tokio::select! {
+                _ = t.recv() => {},
+                _ = i.recv() => {},
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

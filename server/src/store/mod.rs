@@ -1,0 +1,113 @@
+//! Storage: the only place that writes SQL. One `sqlx::AnyPool` serves SQLite
+//! (WAL, the embedded default) and PostgreSQL (scale-out) with the same
+//! statements; the few dialect differences live in the migrations.
+
+mod events;
+mod messages;
+mod migrate;
+mod sessions;
+mod tenants;
+mod turns;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, ConnectOptions, Executor};
+use tokio::sync::{Mutex, MutexGuard};
+
+pub use events::{EventRow, NewEvent};
+pub use sessions::{NewSession, SessionRow};
+pub use turns::{LostTurn, StartTurn, TurnRow, TurnStatus};
+
+use crate::config::{Backend, DatabaseConfig};
+
+/// A pooled handle to the database; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+    /// SQLite allows one writer at a time; queueing writers here is far
+    /// cheaper than letting them spin on `SQLITE_BUSY`. `None` on PostgreSQL.
+    write_gate: Option<Arc<Mutex<()>>>,
+}
+
+impl Store {
+    /// Connect (creating the SQLite file if needed) and apply migrations.
+    pub async fn open(db: &DatabaseConfig) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        sqlx::any::install_default_drivers();
+        let opts = AnyConnectOptions::from_str(&db.url)
+            .with_context(|| format!("parse database URL {}", crate::config::redact_url(&db.url)))?
+            .log_statements(tracing::log::LevelFilter::Trace)
+            .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_millis(500));
+        let backend = db.backend;
+        let pool = AnyPoolOptions::new()
+            .max_connections(match backend {
+                Backend::Sqlite => 8,
+                Backend::Postgres => 16,
+            })
+            .min_connections(1)
+            .acquire_timeout(Duration::from_secs(10))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        conn.execute(
+                            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
+                             PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON;",
+                        )
+                        .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(opts)
+            .await
+            .with_context(|| format!("connect to {}", crate::config::redact_url(&db.url)))?;
+        let store = Self {
+            pool,
+            backend,
+            write_gate: (backend == Backend::Sqlite).then(|| Arc::new(Mutex::new(()))),
+        };
+        migrate::run(&store).await.context("apply migrations")?;
+        Ok(store)
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// Serialise writers on SQLite; free on PostgreSQL.
+    pub(crate) async fn write_gate(&self) -> Option<MutexGuard<'_, ()>> {
+        match &self.write_gate {
+            Some(m) => Some(m.lock().await),
+            None => None,
+        }
+    }
+
+    /// Readiness: can we run a trivial query?
+    pub async fn ping(&self) -> bool {
+        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// True when a database error is a unique-constraint violation.
+pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(d) => {
+            d.is_unique_violation()
+                || d.message().contains("UNIQUE constraint failed")
+                || d.code().as_deref() == Some("23505")
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,231 @@
+//! Any OpenAI-compatible Chat Completions endpoint with tool calling.
+//! Retries 429 and 5xx with exponential backoff (honouring `Retry-After`).
+//! The API key goes only into the `Authorization` header: never into a log,
+//! an event or an error message.
+
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use serde_json::{json, Value};
+
+use super::provider::{ModelReply, ModelRequest, Provider, ProviderError, ToolCall};
+use crate::config::ApiKey;
+
+pub struct OpenAiProvider {
+    client: reqwest::Client,
+    base_url: String,
+    api_key: Option<ApiKey>,
+    model: String,
+    max_retries: u32,
+    base_backoff: Duration,
+}
+
+impl OpenAiProvider {
+    pub fn new(base_url: &str, api_key: Option<ApiKey>, model: &str) -> anyhow::Result<Self> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(300))
+            .build()?;
+        Ok(Self {
+            client,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key,
+            model: model.to_owned(),
+            max_retries: 4,
+            base_backoff: Duration::from_millis(250),
+        })
+    }
+
+    /// Shorter backoff for tests against a local stand-in.
+    pub fn with_backoff(mut self, base: Duration, retries: u32) -> Self {
+        self.base_backoff = base;
+        self.max_retries = retries;
+        self
+    }
+
+    fn body(&self, req: &ModelRequest<'_>) -> Value {
+        let mut body = json!({"model": self.model, "messages": req.messages});
+        if !req.tools.is_empty() {
+            body["tools"] = Value::Array(req.tools.to_vec());
+        }
+        body
+    }
+
+    async fn call(&self, req: ModelRequest<'_>) -> Result<ModelReply, ProviderError> {
+        let url = format!("{}/chat/completions", self.base_url);
+        let body = self.body(&req);
+        let mut attempt = 0u32;
+        loop {
+            let mut rb = self.client.post(&url).json(&body);
+            if let Some(k) = &self.api_key {
+                rb = rb.bearer_auth(k.expose());
+            }
+            let retry_after;
+            match rb.send().await {
+                Ok(resp) => {
+                    let status = resp.status();
+                    if status.is_success() {
+                        let v: Value = resp
+                            .json()
+                            .await
+                            .map_err(|e| ProviderError::Malformed(e.without_url().to_string()))?;
+                        return parse_reply(&v);
+                    }
+                    retry_after = resp
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|h| h.to_str().ok())
+                        .and_then(|s| s.trim().parse::<u64>().ok())
+                        .map(Duration::from_secs);
+                    let text = resp.text().await.unwrap_or_default();
+                    let msg = format!("{} {}", status.as_u16(), error_message(&text));
+                    let retryable = status.as_u16() == 429 || status.is_server_error();
+                    if !retryable {
+                        return Err(ProviderError::Rejected(msg));
+                    }
+                    if attempt >= self.max_retries {
+                        return Err(ProviderError::Unavailable(format!(
+                            "{msg} after {} attempts",
+                            attempt + 1
+                        )));
+                    }
+                    tracing::warn!(
+                        status = status.as_u16(),
+                        attempt,
+                        "provider asked us to retry"
+                    );
+                }
+                Err(e) => {
+                    if attempt >= self.max_retries {
+                        return Err(ProviderError::Unavailable(e.without_url().to_string()));
+                    }
+                    retry_after = None;
+                    tracing::warn!(error = %e.without_url(), attempt, "provider request failed; retrying");
+                }
+            }
+            let backoff = self.base_backoff * 2u32.saturating_pow(attempt);
+            tokio::time::sleep(retry_after.unwrap_or(backoff).min(Duration::from_secs(30))).await;
+            attempt += 1;
+        }
+    }
+}
+
+/// The `error.message` of an OpenAI error body, bounded; never echoes headers.
+fn error_message(body: &str) -> String {
+    let msg = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| body.to_owned());
+    msg.chars().take(300).collect()
+}
+
+fn parse_reply(v: &Value) -> Result<ModelReply, ProviderError> {
+    let msg = v
+        .pointer("/choices/0/message")
+        .ok_or_else(|| ProviderError::Malformed("no choices[0].message".into()))?;
+    let content = msg
+        .get("content")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut tool_calls = Vec::new();
+    if let Some(calls) = msg.get("tool_calls").and_then(Value::as_array) {
+        for (i, c) in calls.iter().enumerate() {
+            let name = c
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    ProviderError::Malformed(format!("tool_calls[{i}] has no function.name"))
+                })?;
+            let raw = c
+                .pointer("/function/arguments")
+                .cloned()
+                .unwrap_or(Value::Null);
+            // Arguments arrive as a JSON string; a model may emit invalid JSON,
+            // which the dispatcher reports as `invalid` rather than failing the turn.
+            let arguments = match raw {
+                Value::String(s) if s.trim().is_empty() => json!({}),
+                Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+                Value::Null => json!({}),
+                other => other,
+            };
+            let id = c
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("call_{i}"));
+            tool_calls.push(ToolCall {
+                id,
+                name: name.to_owned(),
+                arguments,
+            });
+        }
+    }
+    Ok(ModelReply {
+        content,
+        tool_calls,
+    })
+}
+
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+
+    fn complete<'a>(
+        &'a self,
+        req: ModelRequest<'a>,
+    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
+        self.call(req).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_text_reply() {
+        let r = parse_reply(&json!({"choices":[{"message":{"role":"assistant","content":"hi"}}]}))
+            .unwrap();
+        assert_eq!(r.content.as_deref(), Some("hi"));
+        assert!(r.tool_calls.is_empty());
+    }
+
+    #[test]
+    fn parses_tool_calls_with_string_arguments() {
+        let r = parse_reply(&json!({"choices":[{"message":{"role":"assistant","content":null,
+            "tool_calls":[{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}}]}}]}))
+        .unwrap();
+        assert_eq!(r.tool_calls[0].id, "c1");
+        assert_eq!(r.tool_calls[0].arguments, json!({"path":"a"}));
+    }
+
+    #[test]
+    fn keeps_invalid_argument_json_as_a_string() {
+        let r = parse_reply(&json!({"choices":[{"message":{"tool_calls":[{"id":"c","function":{"name":"x","arguments":"{oops"}}]}}]})).unwrap();
+        assert_eq!(r.tool_calls[0].arguments, json!("{oops"));
+    }
+
+    #[test]
+    fn malformed_replies_are_errors() {
+        assert!(parse_reply(&json!({})).is_err());
+        assert!(
+            parse_reply(&json!({"choices":[{"message":{"tool_calls":[{"function":{}}]}}]}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn error_messages_are_bounded() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"bad model"}}"#),
+            "bad model"
+        );
+        assert_eq!(error_message(&"x".repeat(1000)).len(), 300);
+    }
+}

@@ -1,0 +1,74 @@
+//! The model-provider seam: a request of chat messages and tool definitions,
+//! a reply of text and/or tool calls. Messages use the OpenAI chat shape
+//! (`role`, `content`, `tool_calls`, `tool_call_id`) as the history format.
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use super::script::ScriptStep;
+
+pub struct ModelRequest<'a> {
+    /// Conversation so far, including this turn's user message and tool results.
+    pub messages: &'a [Value],
+    /// Provider tool definitions from the turn's catalog.
+    pub tools: &'a [Value],
+    /// The turn's script, if the client sent one (fake provider only).
+    pub script: Option<&'a [ScriptStep]>,
+    /// Zero-based index of this model call within the turn.
+    pub step: usize,
+    /// The user's input for this turn.
+    pub input: &'a str,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelReply {
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+}
+
+impl ModelReply {
+    /// The assistant message to append to history.
+    pub fn to_message(&self) -> Value {
+        let mut m = serde_json::json!({"role": "assistant", "content": self.content});
+        if !self.tool_calls.is_empty() {
+            m["tool_calls"] = Value::Array(
+                self.tool_calls
+                    .iter()
+                    .map(|c| {
+                        serde_json::json!({"id": c.id, "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments.to_string()}})
+                    })
+                    .collect(),
+            );
+        }
+        m
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// The provider answered with an error we will not retry.
+    #[error("provider error: {0}")]
+    Rejected(String),
+    /// Transport failure or retries exhausted.
+    #[error("provider unavailable: {0}")]
+    Unavailable(String),
+    /// The provider's answer did not have the expected shape.
+    #[error("provider reply malformed: {0}")]
+    Malformed(String),
+}
+
+pub trait Provider: Send + Sync + 'static {
+    fn name(&self) -> &'static str;
+    fn complete<'a>(
+        &'a self,
+        req: ModelRequest<'a>,
+    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>>;
+}

@@ -1,0 +1,12 @@
+//! Black-box tests: each starts the real `demiurge` binary on a free port
+//! with a temporary home (and, for PostgreSQL, a fresh database), then talks
+//! to it over HTTP, SSE and WebSocket like any client would.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod auth;
+mod helpers;
+mod openai;
+mod operations;
+mod sessions;
+mod streams;
+mod turns;

@@ -1,0 +1,202 @@
+//! Health, readiness, metrics, OpenAPI, limits and configuration errors.
+
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+#[tokio::test]
+async fn health_readiness_and_metrics_answer() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let r = app.client.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let r: Value = app
+        .client
+        .get(app.url("/readyz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["database"], "ok");
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    let tid = app
+        .start_turn(&tok, &sid, json!({"input": "count me"}))
+        .await;
+    app.wait_turn(&tok, &sid, &tid).await;
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(text.contains("demiurge_turns_started_total 1"), "{text}");
+    assert!(text.contains("demiurge_turns_finished_total{status=\"completed\"} 1"));
+    assert!(text.contains("demiurge_turn_duration_seconds_count 1"));
+    assert!(text.contains("demiurge_open_streams{transport=\"sse\"}"));
+    assert!(text.contains("demiurge_http_responses_total{class=\"2xx\"}"));
+}
+
+#[tokio::test]
+async fn the_checked_in_openapi_document_is_current() {
+    let out = std::process::Command::new(BIN)
+        .arg("openapi")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../openapi/openapi.json");
+    if std::env::var("UPDATE_OPENAPI").as_deref() == Ok("1") {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "openapi/openapi.json is stale; regenerate with: UPDATE_OPENAPI=1 cargo test --test api openapi"
+    );
+    let doc: Value = serde_json::from_str(&generated).unwrap();
+    for p in [
+        "/v1/sessions",
+        "/v1/sessions/{id}/turns",
+        "/v1/sessions/{id}/events",
+        "/v1/sessions/{id}/stream",
+        "/healthz",
+    ] {
+        assert!(
+            doc["paths"].get(p).is_some(),
+            "{p} missing from the document"
+        );
+    }
+    // The server serves the same document, and an offline docs page.
+    let app = spawn_app(Backend::Sqlite).await;
+    let served: Value = app
+        .client
+        .get(app.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(served, doc);
+    let page = app.client.get(app.url("/docs/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page
+        .text()
+        .await
+        .unwrap()
+        .to_lowercase()
+        .contains("swagger"));
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_413_and_unknown_routes_404_in_the_envelope() {
+    let app = spawn_with(
+        Backend::Sqlite,
+        Opts::default().env("DEMIURGE_BODY_LIMIT", "2048"),
+    )
+    .await;
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    let (st, b) = app
+        .post(
+            &tok,
+            &format!("/v1/sessions/{sid}/turns"),
+            json!({"input": "x".repeat(5000)}),
+        )
+        .await;
+    assert_eq!(st, 413, "{b}");
+    assert_eq!(b["error"]["code"], "payload_too_large");
+    let (st, b) = app.get(&tok, "/v1/nothing-here").await;
+    assert_eq!(st, 404);
+    assert_eq!(b["error"]["code"], "not_found");
+}
+
+#[tokio::test]
+async fn a_principal_over_its_rate_limit_gets_429_with_retry_after() {
+    let app = spawn_with(
+        Backend::Sqlite,
+        Opts::default()
+            .env("DEMIURGE_RATE_LIMIT_PRINCIPAL", "1")
+            .env("DEMIURGE_RATE_LIMIT_BURST", "3"),
+    )
+    .await;
+    let tok = app.token("default", "alice");
+    let other = app.token("default", "bob");
+    let mut limited = None;
+    for _ in 0..10 {
+        let r = app
+            .client
+            .get(app.url("/v1/sessions"))
+            .bearer_auth(&tok)
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 429 {
+            limited = Some(r);
+            break;
+        }
+    }
+    let r = limited.expect("the limit applies");
+    let retry: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry >= 1);
+    let b: Value = r.json().await.unwrap();
+    assert_eq!(b["error"]["code"], "rate_limited");
+    // Another principal is not affected.
+    assert_eq!(app.get(&other, "/v1/sessions").await.0, 200);
+}
+
+#[tokio::test]
+async fn bad_configuration_exits_non_zero_naming_the_value() {
+    let home = tempfile::tempdir().unwrap();
+    for (args, needle) in [
+        (vec!["serve", "--bind", "nowhere"], "nowhere"),
+        (vec!["serve", "--provider", "magic"], "magic"),
+        (
+            vec!["serve", "--database-url", "mysql://u:hunter2@h/db"],
+            "mysql://",
+        ),
+        (vec!["serve", "--request-timeout", "forever"], "forever"),
+    ] {
+        let out = std::process::Command::new(BIN)
+            .args(&args)
+            .arg("--home")
+            .arg(home.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{needle} not in {err}");
+        assert!(!err.contains("hunter2"), "a password reached the error");
+        assert!(err.trim().lines().count() <= 2, "one clear line: {err}");
+    }
+}
+
+#[tokio::test]
+async fn json_logs_are_json() {
+    let app = spawn_with(
+        Backend::Sqlite,
+        Opts {
+            args: vec!["--log-format".into(), "json".into()],
+            ..Opts::default()
+        },
+    )
+    .await;
+    let tok = app.token("default", "alice");
+    app.create_session(&tok).await;
+    let log = app.log();
+    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!lines.is_empty());
+    for l in lines {
+        let v: Value = serde_json::from_str(l).unwrap_or_else(|_| panic!("not JSON: {l}"));
+        assert!(v.get("level").is_some());
+    }
+}
