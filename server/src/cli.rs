@@ -94,6 +94,15 @@ pub enum RoleArg {
 
 #[derive(Debug, Subcommand)]
 pub enum CheckCommand {
+    /// Classify a shell command with the terminal guard.
+    Command {
+        /// Working directory the command would run in (only raises risk; never read).
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// The command, after `--`.
+        #[arg(last = true, required = true, num_args = 1..)]
+        command: Vec<String>,
+    },
     /// Check a URL against the host URL policy (resolves DNS like a real fetch).
     Url { url: String },
 }

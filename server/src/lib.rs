@@ -27,6 +27,7 @@ pub mod events;
 pub mod ids;
 pub mod metrics;
 pub mod policy;
+pub mod redact;
 pub mod startup;
 pub mod store;
 pub mod telemetry;

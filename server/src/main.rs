@@ -119,6 +119,13 @@ async fn issue_token(
 
 async fn check(command: CheckCommand) -> anyhow::Result<()> {
     match command {
+        CheckCommand::Command { cwd, command } => {
+            // One argument is the command line as written; several are joined
+            // with spaces, the way a shell would have received them.
+            let line = command.join(" ");
+            let verdict = demiurge::policy::command_guard::classify_in(&line, cwd.as_deref());
+            println!("{}", serde_json::to_string(&verdict)?);
+        }
         CheckCommand::Url { url } => {
             let verdict = demiurge::policy::check_url(&url).await;
             println!("{}", serde_json::to_string(&verdict)?);

@@ -200,3 +200,51 @@ async fn json_logs_are_json() {
         assert!(v.get("level").is_some());
     }
 }
+
+#[tokio::test]
+async fn check_command_and_check_url_print_json_verdicts() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(BIN).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let v = run(&["check", "command", "--", "ls -la"]);
+    assert_eq!(
+        (v["decision"].as_str(), v["risk"].as_str()),
+        (Some("allow"), Some("low"))
+    );
+    assert!(v["rule"].as_str().unwrap().starts_with("read_only:"));
+    let v = run(&["check", "command", "--", "rm", "-rf", "/"]);
+    assert_eq!(v["decision"], "block");
+    assert_eq!(v["risk"], "critical");
+    let v = run(&["check", "command", "--", "echo $(id)"]);
+    assert_eq!(
+        (v["decision"].as_str(), v["risk"].as_str()),
+        (Some("prompt"), Some("high"))
+    );
+    let v = run(&["check", "command", "--cwd", "/home/u/.ssh", "--", "ls"]);
+    assert_ne!(v["decision"], "allow");
+    for url in [
+        "http://127.0.0.1/",
+        "http://2130706433/",
+        "http://[::1]/",
+        "http://169.254.169.254/latest",
+        "http://localhost:8080/",
+    ] {
+        let v = run(&["check", "url", url]);
+        assert_eq!(v["allowed"], false, "{url}: {v}");
+        assert!(v["addresses"].is_array());
+    }
+    let v = run(&[
+        "check",
+        "url",
+        "https://user:pw@93.184.216.34/path?token=secret",
+    ]);
+    assert_eq!(v["allowed"], true, "{v}");
+    assert_eq!(v["origin"], "https://93.184.216.34");
+    assert!(!v.to_string().contains("secret") && !v.to_string().contains("pw"));
+}

@@ -69,7 +69,7 @@ pub async fn session_events(
     let after = resume_point(&headers, q.after)?;
     let session = app
         .store
-        .get_session(scope.tenant(), scope.principal(), sid)
+        .get_session_cached(scope.tenant(), scope.principal(), sid)
         .await?
         .ok_or_else(ApiError::not_found)?;
     let sub = app.events.subscribe(&session.id, after, OnLag::Refill);
@@ -85,7 +85,9 @@ pub async fn session_events(
         };
         match next {
             Ok(Some(ev)) => {
-                let item = SseEvent::default().id(ev.seq.to_string()).data(&*ev.json);
+                let item = SseEvent::default()
+                    .id(ev.seq.to_string())
+                    .data(ev.json.as_str());
                 Some((Ok(item), st))
             }
             Ok(None) => None,

@@ -56,7 +56,12 @@ pub async fn session_stream(
 ) -> ApiResult<Response> {
     let sid = session_id(&id)?;
     let after = resume_point(&headers, q.after)?;
+    // Small buffers: an idle subscriber should cost a few KiB, not the
+    // library's 128 KiB defaults; event frames are written whole.
     Ok(ws
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
+        .max_write_buffer_size(1024 * 1024)
         .max_message_size(64 * 1024)
         .on_upgrade(move |socket| serve_socket(app, socket, sid, after, token)))
 }
@@ -103,7 +108,7 @@ async fn serve_socket(
     };
     let session = match app
         .store
-        .get_session(scope.tenant(), scope.principal(), sid)
+        .get_session_cached(scope.tenant(), scope.principal(), sid)
         .await
     {
         Ok(Some(s)) => s,
@@ -122,7 +127,7 @@ async fn serve_socket(
         tokio::select! {
             next = sub.next() => match next {
                 Ok(Some(ev)) => {
-                    if socket.send(Message::Text(ev.json.to_string().into())).await.is_err() {
+                    if socket.send(Message::Text(ev.json.clone())).await.is_err() {
                         return;
                     }
                 }

@@ -22,7 +22,7 @@ pub async fn list_tools(
 ) -> ApiResult<Json<Value>> {
     let sid = session_id(&id)?;
     app.store
-        .get_session(scope.tenant(), scope.principal(), sid)
+        .get_session_cached(scope.tenant(), scope.principal(), sid)
         .await?
         .ok_or_else(ApiError::not_found)?;
     Ok(Json(json!({"tools": ResolvedCatalog::build().listing()})))

@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 pub use hub::Hub;
 pub use subscription::{Lagged, OnLag, Subscription, SubscriptionError};
 
-use crate::store::{EventRow, NewEvent, Store};
+use crate::store::{EventRow, NewEvent, Store, TurnFinish};
 
 /// A persisted event, serialised once for every subscriber.
 #[derive(Debug)]
@@ -22,8 +22,9 @@ pub struct Event {
     pub session_id: String,
     pub turn_id: Option<String>,
     pub kind: String,
-    /// The wire form: `{"seq","session_id","turn_id","type","at","data"}`.
-    pub json: Arc<str>,
+    /// The wire form: `{"seq","session_id","turn_id","type","at","data"}`,
+    /// built once; clones share the bytes, so fan-out never copies it.
+    pub json: axum::extract::ws::Utf8Bytes,
 }
 
 impl Event {
@@ -50,7 +51,7 @@ impl Event {
     }
 }
 
-type Reply = oneshot::Sender<Result<Arc<Event>, String>>;
+type Reply = oneshot::Sender<Result<Option<Arc<Event>>, String>>;
 
 /// Handle to the log; cheap to clone.
 #[derive(Clone, Debug)]
@@ -79,12 +80,53 @@ impl EventLog {
         kind: &str,
         data: serde_json::Value,
     ) -> Result<Arc<Event>, crate::error::Error> {
+        let ev = self
+            .submit(session_id, turn_id, kind, data, None, Vec::new())
+            .await?;
+        ev.ok_or_else(|| {
+            crate::error::Error::Internal(anyhow::anyhow!("event without a transition was dropped"))
+        })
+    }
+
+    /// Persist a turn's terminal event together with its state transition and
+    /// messages, in one transaction. `None` if the turn had already ended.
+    pub async fn append_final(
+        &self,
+        session_id: &str,
+        kind: &str,
+        data: serde_json::Value,
+        finish: TurnFinish,
+        messages: Vec<serde_json::Value>,
+    ) -> Result<Option<Arc<Event>>, crate::error::Error> {
+        let turn_id = finish.turn_id.clone();
+        self.submit(
+            session_id,
+            Some(&turn_id),
+            kind,
+            data,
+            Some(finish),
+            messages,
+        )
+        .await
+    }
+
+    async fn submit(
+        &self,
+        session_id: &str,
+        turn_id: Option<&str>,
+        kind: &str,
+        data: serde_json::Value,
+        finish: Option<TurnFinish>,
+        messages: Vec<serde_json::Value>,
+    ) -> Result<Option<Arc<Event>>, crate::error::Error> {
         let ev = NewEvent {
             session_id: session_id.to_owned(),
             turn_id: turn_id.map(str::to_owned),
             kind: kind.to_owned(),
             at_ms: crate::time::now_ms(),
             data,
+            finish,
+            messages,
         };
         let (reply, rx) = oneshot::channel();
         self.tx
@@ -132,8 +174,10 @@ async fn writer(store: Store, hub: Hub, mut rx: mpsc::Receiver<(NewEvent, Reply)
         match store.append_events(&events).await {
             Ok(rows) => {
                 for (row, reply) in rows.iter().zip(replies) {
-                    let ev = Arc::new(Event::from_row(row));
-                    hub.publish(&ev);
+                    let ev = row.as_ref().map(|r| Arc::new(Event::from_row(r)));
+                    if let Some(ev) = &ev {
+                        hub.publish(ev);
+                    }
                     let _ = reply.send(Ok(ev));
                 }
             }

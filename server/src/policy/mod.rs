@@ -1,6 +1,7 @@
 //! Pure decision code: values in, verdicts out, no I/O (except the thin
 //! [`check_url`] edge, which resolves DNS and hands the answers to the policy).
 
+pub mod command_guard;
 pub mod url_policy;
 
 use url_policy::{decide, parse_target, UrlVerdict};

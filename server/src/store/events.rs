@@ -7,7 +7,19 @@ use sqlx::Row;
 
 use super::Store;
 
-/// An event before it has a `seq`.
+/// A turn's terminal transition, written in the same transaction as its
+/// terminal event so the state is durable before anyone can see the event.
+#[derive(Debug, Clone)]
+pub struct TurnFinish {
+    pub turn_id: String,
+    pub status: super::TurnStatus,
+    pub output: Option<String>,
+    pub reason: Option<String>,
+    pub error: Option<String>,
+    pub steps: u32,
+}
+
+/// An event before it has a `seq`, with optional writes that must commit with it.
 #[derive(Debug, Clone)]
 pub struct NewEvent {
     pub session_id: String,
@@ -15,6 +27,10 @@ pub struct NewEvent {
     pub kind: String,
     pub at_ms: i64,
     pub data: serde_json::Value,
+    /// If set, the event is written only if this transition wins (the turn was still running).
+    pub finish: Option<TurnFinish>,
+    /// Model-history messages of the turn to append.
+    pub messages: Vec<serde_json::Value>,
 }
 
 /// A persisted event.
@@ -42,72 +58,119 @@ fn decode(r: &AnyRow) -> Result<EventRow, sqlx::Error> {
 /// Rows per multi-row INSERT (6 parameters each stays far below every limit).
 const INSERT_CHUNK: usize = 64;
 
+/// `($1, $2, …), (…)` for `rows` rows of `cols` parameters.
+fn values_clause(rows: usize, cols: usize) -> String {
+    let mut sql = String::with_capacity(rows * cols * 5);
+    for i in 0..rows {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for c in 0..cols {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(i * cols + c + 1).to_string());
+        }
+        sql.push(')');
+    }
+    sql
+}
+
 impl Store {
-    /// Persist a batch in one transaction; returns rows in input order.
-    pub async fn append_events(&self, batch: &[NewEvent]) -> Result<Vec<EventRow>, sqlx::Error> {
+    /// Persist a batch in one transaction. Returns, in input order, the
+    /// stored row, or `None` for an event whose turn transition lost.
+    pub async fn append_events(
+        &self,
+        batch: &[NewEvent],
+    ) -> Result<Vec<Option<EventRow>>, sqlx::Error> {
         let _gate = self.write_gate().await;
+        let now = crate::time::now_ms();
         let mut tx = self.pool().begin().await?;
-        // Count per session, in first-appearance order.
+        // 1. Turn transitions first: an event whose transition lost is dropped.
+        let mut keep = vec![true; batch.len()];
+        for (i, e) in batch.iter().enumerate() {
+            if let Some(f) = &e.finish {
+                let res = sqlx::query(super::turns::FINISH_TURN_SQL)
+                    .bind(f.status.as_str())
+                    .bind(&f.output)
+                    .bind(&f.reason)
+                    .bind(&f.error)
+                    .bind(i64::from(f.steps))
+                    .bind(now)
+                    .bind(&f.turn_id)
+                    .execute(&mut *tx)
+                    .await?;
+                keep[i] = res.rows_affected() == 1;
+            }
+        }
+        // 2. One statement bumps every session's last_seq and returns the new values.
         let mut sessions: Vec<(&str, i64)> = Vec::new();
-        for e in batch {
+        for (e, _) in batch.iter().zip(&keep).filter(|(_, k)| **k) {
             match sessions.iter_mut().find(|(s, _)| *s == e.session_id) {
                 Some((_, n)) => *n += 1,
                 None => sessions.push((&e.session_id, 1)),
             }
         }
-        // Next seq per session: last_seq after the bump minus the count.
-        let mut next: Vec<(&str, i64)> = Vec::with_capacity(sessions.len());
-        for (sid, n) in &sessions {
-            let row = sqlx::query(
-                "UPDATE sessions SET last_seq = last_seq + $1, updated_at = $2 WHERE id = $3 RETURNING last_seq",
-            )
-            .bind(*n)
-            .bind(crate::time::now_ms())
-            .bind(*sid)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(row) = row else {
-                return Err(sqlx::Error::RowNotFound);
-            };
-            let last: i64 = row.try_get(0)?;
-            next.push((sid, last - n + 1));
+        let mut next: Vec<(String, i64)> = Vec::with_capacity(sessions.len());
+        if !sessions.is_empty() {
+            let mut sql = String::from("UPDATE sessions SET last_seq = last_seq + CASE id");
+            for i in 0..sessions.len() {
+                sql.push_str(&format!(" WHEN ${} THEN ${}", 2 * i + 2, 2 * i + 3));
+            }
+            sql.push_str(" ELSE 0 END, updated_at = $1 WHERE id IN (");
+            for i in 0..sessions.len() {
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&format!("${}", 2 * i + 2));
+            }
+            sql.push_str(") RETURNING id, last_seq");
+            let mut q = sqlx::query(&sql).bind(now);
+            for (sid, n) in &sessions {
+                q = q.bind(*sid).bind(*n);
+            }
+            for row in q.fetch_all(&mut *tx).await? {
+                let id: String = row.try_get(0)?;
+                let last: i64 = row.try_get(1)?;
+                let n = sessions
+                    .iter()
+                    .find(|(s, _)| *s == id)
+                    .map(|(_, n)| *n)
+                    .unwrap_or(0);
+                next.push((id, last - n + 1));
+            }
         }
+        // 3. Assign seqs in input order and insert the events.
+        let mut out = Vec::with_capacity(batch.len());
         let mut rows = Vec::with_capacity(batch.len());
-        for e in batch {
+        for (e, k) in batch.iter().zip(&keep) {
+            if !*k {
+                out.push(None);
+                continue;
+            }
             let slot = next
                 .iter_mut()
                 .find(|(s, _)| *s == e.session_id)
                 .ok_or(sqlx::Error::RowNotFound)?;
-            let seq = slot.1;
-            slot.1 += 1;
-            rows.push(EventRow {
+            let row = EventRow {
                 session_id: e.session_id.clone(),
-                seq,
+                seq: slot.1,
                 turn_id: e.turn_id.clone(),
                 kind: e.kind.clone(),
                 at: crate::time::rfc3339(e.at_ms),
                 data: e.data.to_string(),
-            });
+            };
+            slot.1 += 1;
+            rows.push(row.clone());
+            out.push(Some(row));
         }
         for chunk in rows.chunks(INSERT_CHUNK) {
-            let mut sql = String::from(
-                "INSERT INTO events (session_id, seq, turn_id, type, at, data) VALUES ",
+            let sql = format!(
+                "INSERT INTO events (session_id, seq, turn_id, type, at, data) VALUES {}",
+                values_clause(chunk.len(), 6)
             );
-            for i in 0..chunk.len() {
-                let b = i * 6;
-                if i > 0 {
-                    sql.push_str(", ");
-                }
-                sql.push_str(&format!(
-                    "(${}, ${}, ${}, ${}, ${}, ${})",
-                    b + 1,
-                    b + 2,
-                    b + 3,
-                    b + 4,
-                    b + 5,
-                    b + 6
-                ));
-            }
             let mut q = sqlx::query(&sql);
             for r in chunk {
                 q = q
@@ -120,8 +183,28 @@ impl Store {
             }
             q.execute(&mut *tx).await?;
         }
+        // 4. Model-history messages that ride along.
+        let msgs: Vec<(&NewEvent, &serde_json::Value)> = batch
+            .iter()
+            .flat_map(|e| e.messages.iter().map(move |m| (e, m)))
+            .collect();
+        for chunk in msgs.chunks(INSERT_CHUNK) {
+            let sql = format!(
+                "INSERT INTO messages (session_id, turn_id, body, created_at) VALUES {}",
+                values_clause(chunk.len(), 4)
+            );
+            let mut q = sqlx::query(&sql);
+            for (e, m) in chunk {
+                q = q
+                    .bind(&e.session_id)
+                    .bind(e.turn_id.as_deref().unwrap_or(""))
+                    .bind(m.to_string())
+                    .bind(now);
+            }
+            q.execute(&mut *tx).await?;
+        }
         tx.commit().await?;
-        Ok(rows)
+        Ok(out)
     }
 
     /// Events of a session with `seq > after`, oldest first.

@@ -17,7 +17,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, ConnectOptions, Executor};
 use tokio::sync::{Mutex, MutexGuard};
 
-pub use events::{EventRow, NewEvent};
+pub use events::{EventRow, NewEvent, TurnFinish};
 pub use sessions::{NewSession, SessionRow};
 pub use turns::{LostTurn, StartTurn, TurnRow, TurnStatus};
 
@@ -31,6 +31,10 @@ pub struct Store {
     /// SQLite allows one writer at a time; queueing writers here is far
     /// cheaper than letting them spin on `SQLITE_BUSY`. `None` on PostgreSQL.
     write_gate: Option<Arc<Mutex<()>>>,
+    /// Sessions by id for hot paths (turn start, stream subscribe). Identity
+    /// and ownership never change, so entries cannot go wrong on those.
+    session_cache:
+        Arc<std::sync::Mutex<std::collections::HashMap<crate::ids::SessionId, SessionRow>>>,
 }
 
 impl Store {
@@ -45,7 +49,7 @@ impl Store {
         let backend = db.backend;
         let pool = AnyPoolOptions::new()
             .max_connections(match backend {
-                Backend::Sqlite => 8,
+                Backend::Sqlite => 2,
                 Backend::Postgres => 16,
             })
             .min_connections(1)
@@ -69,6 +73,7 @@ impl Store {
             pool,
             backend,
             write_gate: (backend == Backend::Sqlite).then(|| Arc::new(Mutex::new(()))),
+            session_cache: Arc::default(),
         };
         migrate::run(&store).await.context("apply migrations")?;
         Ok(store)

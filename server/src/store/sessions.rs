@@ -32,6 +32,9 @@ pub struct SessionRow {
     pub last_seq: i64,
 }
 
+/// Most sessions kept in the hot-path cache.
+const SESSION_CACHE_MAX: usize = 65_536;
+
 const COLUMNS: &str =
     "id, tenant_id, principal_id, title, core, workspace, provider, created_at, updated_at, last_seq";
 
@@ -69,7 +72,7 @@ impl Store {
         .bind(now)
         .execute(self.pool())
         .await?;
-        Ok(SessionRow {
+        let row = SessionRow {
             id: s.id.to_string(),
             tenant_id: s.tenant.to_string(),
             principal_id: s.principal.to_string(),
@@ -80,7 +83,42 @@ impl Store {
             created_at: now,
             updated_at: now,
             last_seq: 0,
-        })
+        };
+        self.cache_session(s.id, &row);
+        Ok(row)
+    }
+
+    fn cache_session(&self, id: SessionId, row: &SessionRow) {
+        let mut cache = self.session_cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= SESSION_CACHE_MAX {
+            cache.clear(); // Crude but bounded; misses only cost one query.
+        }
+        cache.insert(id, row.clone());
+    }
+
+    /// Like [`Store::get_session`], but may answer from memory: the owner and
+    /// identity fields are exact; `last_seq`, `title` and `updated_at` may be stale.
+    pub async fn get_session_cached(
+        &self,
+        tenant: &TenantId,
+        principal: &PrincipalId,
+        id: SessionId,
+    ) -> Result<Option<SessionRow>, sqlx::Error> {
+        let hit = {
+            let cache = self.session_cache.lock().unwrap_or_else(|p| p.into_inner());
+            cache.get(&id).cloned()
+        };
+        let row = match hit {
+            Some(r) => Some(r),
+            None => {
+                let r = self.get_session(tenant, principal, id).await?;
+                if let Some(r) = &r {
+                    self.cache_session(id, r);
+                }
+                r
+            }
+        };
+        Ok(row.filter(|r| r.tenant_id == tenant.as_str() && r.principal_id == principal.as_str()))
     }
 
     /// The session if it exists *and* belongs to this principal of this tenant.

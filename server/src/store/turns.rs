@@ -73,6 +73,11 @@ fn decode(r: &AnyRow) -> Result<TurnRow, sqlx::Error> {
     })
 }
 
+/// The one terminal transition: only a running turn moves, exactly once.
+pub(super) const FINISH_TURN_SQL: &str =
+    "UPDATE turns SET status = $1, output = $2, reason = $3, error = $4, \
+     steps = $5, finished_at = $6 WHERE id = $7 AND status = 'running'";
+
 /// Outcome of trying to start a turn.
 pub enum StartTurn {
     Started,
@@ -124,19 +129,16 @@ impl Store {
         steps: u32,
     ) -> Result<bool, sqlx::Error> {
         let _gate = self.write_gate().await;
-        let res = sqlx::query(
-            "UPDATE turns SET status = $1, output = $2, reason = $3, error = $4, steps = $5, finished_at = $6 \
-             WHERE id = $7 AND status = 'running'",
-        )
-        .bind(status.as_str())
-        .bind(output)
-        .bind(reason)
-        .bind(error)
-        .bind(i64::from(steps))
-        .bind(now_ms())
-        .bind(id.to_string())
-        .execute(self.pool())
-        .await?;
+        let res = sqlx::query(FINISH_TURN_SQL)
+            .bind(status.as_str())
+            .bind(output)
+            .bind(reason)
+            .bind(error)
+            .bind(i64::from(steps))
+            .bind(now_ms())
+            .bind(id.to_string())
+            .execute(self.pool())
+            .await?;
         Ok(res.rows_affected() == 1)
     }
 

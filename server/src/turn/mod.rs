@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::ids::{SessionId, TurnId};
 use crate::metrics::Metrics;
-use crate::store::{SessionRow, StartTurn, Store, TurnRow, TurnStatus};
+use crate::store::{SessionRow, StartTurn, Store, TurnFinish, TurnRow, TurnStatus};
 use provider::{ModelRequest, Provider};
 use script::ScriptStep;
 
@@ -122,7 +122,7 @@ impl TurnService {
         let inner = &self.inner;
         let session = inner
             .store
-            .get_session(scope.tenant(), scope.principal(), session_id)
+            .get_session_cached(scope.tenant(), scope.principal(), session_id)
             .await?
             .ok_or(Error::NotFound)?;
         let script = match script {
@@ -214,18 +214,11 @@ impl TurnService {
         };
         let inner = &self.inner;
         let sid = ctx.session.id.as_str();
-        let tid = ctx.turn_id.to_string();
-        if let Err(e) = inner.store.append_messages(sid, &tid, &new_messages).await {
-            tracing::error!(error = %e, turn = %tid, "could not persist turn messages");
-        }
-        let (status, output, why, error) = match &end {
-            Ok(out) => (TurnStatus::Completed, Some(out.as_str()), None, None),
-            Err(TurnEnd::Failed { reason, error }) => (
-                TurnStatus::Failed,
-                None,
-                Some(*reason),
-                Some(error.as_str()),
-            ),
+        let (status, output, why, error) = match end {
+            Ok(out) => (TurnStatus::Completed, Some(out), None, None),
+            Err(TurnEnd::Failed { reason, error }) => {
+                (TurnStatus::Failed, None, Some(reason), Some(error))
+            }
             Err(TurnEnd::Cancelled) => (
                 TurnStatus::Cancelled,
                 None,
@@ -233,27 +226,42 @@ impl TurnService {
                 None,
             ),
         };
-        // Persist the terminal state first; publish only if we won the transition.
+        let (kind, data) = match status {
+            TurnStatus::Completed => ("turn.completed", json!({"output": output, "steps": steps})),
+            TurnStatus::Failed => ("turn.failed", json!({"reason": why, "error": error})),
+            _ => ("turn.cancelled", json!({"reason": why})),
+        };
+        let finish = TurnFinish {
+            turn_id: ctx.turn_id.to_string(),
+            status,
+            output,
+            reason: why.map(str::to_owned),
+            error,
+            steps,
+        };
+        // State, messages and the terminal event commit together; the event is
+        // published only if this transition won (a cancel elsewhere may have).
         match inner
-            .store
-            .finish_turn(ctx.turn_id, status, output, why, error, steps)
+            .events
+            .append_final(sid, kind, data, finish.clone(), new_messages)
             .await
         {
-            Ok(true) => {
-                let (kind, data) = match status {
-                    TurnStatus::Completed => {
-                        ("turn.completed", json!({"output": output, "steps": steps}))
-                    }
-                    TurnStatus::Failed => ("turn.failed", json!({"reason": why, "error": error})),
-                    _ => ("turn.cancelled", json!({"reason": why})),
-                };
-                if let Err(e) = inner.events.append(sid, Some(&tid), kind, data).await {
-                    tracing::error!(error = %e, turn = %tid, "could not record turn end");
-                }
-                inner.metrics.turn_finished(status, started.elapsed());
+            Ok(Some(_)) => inner.metrics.turn_finished(status, started.elapsed()),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!(error = %e, turn = %finish.turn_id, "could not record turn end; settling state only");
+                let _ = inner
+                    .store
+                    .finish_turn(
+                        ctx.turn_id,
+                        status,
+                        finish.output.as_deref(),
+                        finish.reason.as_deref(),
+                        finish.error.as_deref(),
+                        steps,
+                    )
+                    .await;
             }
-            Ok(false) => {}
-            Err(e) => tracing::error!(error = %e, turn = %tid, "could not persist turn end"),
         }
         if let Some(r) = self.running().remove(&ctx.turn_id) {
             r.done.notify_waiters();
