@@ -196,3 +196,69 @@ async fn an_operator_role_token_carries_its_role() {
     let ttl = claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap();
     assert_eq!(ttl, 600);
 }
+
+#[tokio::test]
+async fn tokens_of_an_external_identity_provider_are_accepted_with_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let private = dir.path().join("idp.pem");
+    let public = dir.path().join("idp.pub.pem");
+    let ok = std::process::Command::new("openssl")
+        .args(["genpkey", "-algorithm", "ed25519", "-out"])
+        .arg(&private)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let ok = std::process::Command::new("openssl")
+        .args(["pkey", "-pubout", "-in"])
+        .arg(&private)
+        .arg("-out")
+        .arg(&public)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let app = spawn_with(
+        Backend::Sqlite,
+        Opts::default()
+            .env("DEMIURGE_JWT_PUBLIC_KEY_FILE", public.to_str().unwrap())
+            .env("DEMIURGE_JWT_PUBLIC_KEY_ALG", "EdDSA")
+            .env("DEMIURGE_JWT_ISSUER", "https://idp.example"),
+    )
+    .await;
+    let key = jsonwebtoken::EncodingKey::from_ed_pem(&std::fs::read(&private).unwrap()).unwrap();
+    let sign_ed = |claims: &Value| {
+        jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA),
+            claims,
+            &key,
+        )
+        .unwrap()
+    };
+    let claims = json!({"iss":"https://idp.example","aud":"demiurge","sub":"carol","tenant":"acme","role":"member",
+        "iat": now(), "exp": now() + 600, "jti": "j"});
+    let (st, body) = app.get(&sign_ed(&claims), "/v1/sessions").await;
+    assert_eq!(st, 200, "{body}");
+    let mut wrong_iss = claims.clone();
+    wrong_iss["iss"] = json!("https://evil.example");
+    let (st, body) = app.get(&sign_ed(&wrong_iss), "/v1/sessions").await;
+    assert_eq!(st, 401);
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("issuer"));
+    // A token signed with another Ed25519 key is refused.
+    let other = dir.path().join("other.pem");
+    std::process::Command::new("openssl")
+        .args(["genpkey", "-algorithm", "ed25519", "-out"])
+        .arg(&other)
+        .status()
+        .unwrap();
+    let other_key =
+        jsonwebtoken::EncodingKey::from_ed_pem(&std::fs::read(&other).unwrap()).unwrap();
+    let forged = jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA),
+        &claims,
+        &other_key,
+    )
+    .unwrap();
+    assert_eq!(app.get(&forged, "/v1/sessions").await.0, 401);
+}
