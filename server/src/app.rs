@@ -6,6 +6,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{RateLimits, TokenService};
 use crate::config::Config;
+use crate::core::repository::CoreRepository;
+use crate::dispatch::Dispatcher;
 use crate::events::EventLog;
 use crate::metrics::Metrics;
 use crate::store::Store;
@@ -19,6 +21,8 @@ pub struct App {
     pub events: EventLog,
     pub turns: TurnService,
     pub metrics: Arc<Metrics>,
+    pub dispatcher: Arc<Dispatcher>,
+    pub cores: CoreRepository,
     /// Fired once on SIGTERM/SIGINT: streams close, turns cancel.
     pub shutdown: CancellationToken,
 }

@@ -52,7 +52,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Issue tokens.
     Token {
         #[command(subcommand)]
@@ -146,6 +146,12 @@ pub struct ServeArgs {
     /// Events a slow WebSocket subscriber may fall behind before it is closed.
     #[arg(long, env = "DEMIURGE_STREAM_BUFFER", default_value_t = 1024)]
     pub stream_buffer: usize,
+    /// How long a tool call waits for a human approval before it is denied.
+    #[arg(long, env = "DEMIURGE_APPROVAL_TIMEOUT", default_value = "5m")]
+    pub approval_timeout: String,
+    /// How long `clarify` waits for the user's answer.
+    #[arg(long, env = "DEMIURGE_CLARIFY_TIMEOUT", default_value = "10m")]
+    pub clarify_timeout: String,
     /// PEM file with a public key for tokens of an external identity provider.
     #[arg(long, env = "DEMIURGE_JWT_PUBLIC_KEY_FILE")]
     pub jwt_public_key_file: Option<PathBuf>,

@@ -117,6 +117,8 @@ pub struct Config {
     pub rate_limit: RateLimitConfig,
     pub stream_buffer: usize,
     pub auth: AuthConfig,
+    pub approval_timeout: Duration,
+    pub clarify_timeout: Duration,
 }
 
 pub fn parse_duration(name: &str, s: &str) -> Result<Duration, ConfigError> {
@@ -208,6 +210,8 @@ impl Config {
                 burst: serve.rate_limit_burst.max(1),
             },
             stream_buffer: serve.stream_buffer,
+            approval_timeout: parse_duration("--approval-timeout", &serve.approval_timeout)?,
+            clarify_timeout: parse_duration("--clarify-timeout", &serve.clarify_timeout)?,
             auth: AuthConfig {
                 audience: serve.jwt_audience.clone(),
                 external_issuer: serve.jwt_issuer.clone(),

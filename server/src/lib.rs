@@ -9,7 +9,12 @@
 //! - [`store`]: every SQL statement, on SQLite or PostgreSQL through one pool.
 //! - [`events`]: the durable event log (persist, then fan out).
 //! - [`turn`]: turn execution, model providers and the model/tool loop.
-//! - [`dispatch`]: the one path from a model's tool call to a tool result.
+//! - [`core`]: Agent Cores: manifests, loading, the per-tenant agents tree.
+//! - [`catalog`]: the per-turn resolved tool catalog.
+//! - [`dispatch`]: the one path from a tool call to a result: checks, approvals, redaction.
+//! - [`tools`]: built-in tool adapters.
+//! - [`policy`]: pure decisions: guard, URL policy, capabilities, approval policy, paths.
+//! - [`redact`]: secret discovery and the five result views.
 //! - [`ids`]: parsed identifiers; handlers never see raw id strings.
 //! - [`metrics`]: Prometheus counters, gauges and histograms.
 //! - [`error`]: the host error type, mapped to HTTP in one place (`api::error`).
@@ -21,6 +26,7 @@ pub mod bootstrap;
 pub mod catalog;
 pub mod cli;
 pub mod config;
+pub mod core;
 pub mod dispatch;
 pub mod error;
 pub mod events;
@@ -32,4 +38,5 @@ pub mod startup;
 pub mod store;
 pub mod telemetry;
 pub mod time;
+pub mod tools;
 pub mod turn;

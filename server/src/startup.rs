@@ -12,12 +12,16 @@ use tokio_util::sync::CancellationToken;
 use crate::app::{App, SharedApp};
 use crate::auth::{load_or_create_signing_key, RateLimits, TokenService};
 use crate::config::{Config, ProviderKind};
+use crate::core::repository::CoreRepository;
+use crate::dispatch::approvals::Approvals;
+use crate::dispatch::clarify::Clarifications;
+use crate::dispatch::Dispatcher;
 use crate::events::{EventLog, Hub};
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::turn::fake::FakeProvider;
 use crate::turn::openai::OpenAiProvider;
-use crate::turn::{Providers, TurnService};
+use crate::turn::{Providers, TurnDeps, TurnService};
 
 /// A built, bound, not yet serving application.
 pub struct Application {
@@ -52,15 +56,51 @@ impl Application {
             fake: Arc::new(FakeProvider),
             openai,
         };
+        let cores = CoreRepository::new(&config.home);
+        let approvals = Approvals::new(
+            store.clone(),
+            events.clone(),
+            node_id.clone(),
+            config.approval_timeout,
+        );
+        let clarifications = Clarifications::new(
+            store.clone(),
+            events.clone(),
+            node_id.clone(),
+            config.clarify_timeout,
+        );
+        let dispatcher = Dispatcher::new(approvals.clone(), clarifications, events.clone());
         let turns = TurnService::new(
             store.clone(),
             events.clone(),
             metrics.clone(),
-            providers,
-            config.max_model_steps,
-            node_id,
+            TurnDeps {
+                providers,
+                dispatcher: dispatcher.clone(),
+                cores: cores.clone(),
+                home: config.home.clone(),
+                max_steps: config.max_model_steps,
+                node_id,
+            },
         );
         let first_start = crate::bootstrap::default_tenant(&store).await?;
+        cores
+            .ensure_seeded(&crate::ids::TenantId::parse(
+                crate::bootstrap::DEFAULT_TENANT,
+            )?)
+            .context("seed the default tenant's assistant core")?;
+        // Nobody can answer approvals a previous run left pending: deny them
+        // before their turns are marked lost.
+        let expired = approvals
+            .expire_after_restart()
+            .await
+            .context("expire pending approvals")?;
+        if expired > 0 {
+            tracing::warn!(
+                count = expired,
+                "denied approvals left pending by a previous run"
+            );
+        }
         let lost = turns.recover_lost().await.context("recover lost turns")?;
         if lost > 0 {
             tracing::warn!(
@@ -79,6 +119,8 @@ impl Application {
             events,
             turns,
             metrics,
+            dispatcher,
+            cores,
             shutdown: CancellationToken::new(),
         });
         Ok(Self {

@@ -366,7 +366,7 @@ impl TestApp {
 
     /// Wait for a turn to leave `running`.
     pub async fn wait_turn(&self, token: &str, sid: &str, tid: &str) -> Value {
-        for _ in 0..500 {
+        for _ in 0..750 {
             let (st, t) = self
                 .get(token, &format!("/v1/sessions/{sid}/turns/{tid}"))
                 .await;
@@ -374,9 +374,14 @@ impl TestApp {
             if t["status"] != "running" {
                 return t;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_millis(40)).await;
         }
-        panic!("turn {tid} never finished");
+        let log = self.log();
+        let tail: Vec<&str> = log.lines().rev().take(30).collect();
+        panic!(
+            "turn {tid} never finished; server log tail:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
     }
 
     pub fn log(&self) -> String {

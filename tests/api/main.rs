@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod auth;
+mod effects;
 mod helpers;
 mod openai;
 mod operations;

@@ -54,9 +54,13 @@ async fn a_tool_call_then_an_answer_over_the_real_wire_format() {
     // The second request carries the tool call and its result back.
     let msgs = reqs[1].1["messages"].as_array().unwrap();
     let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["user", "assistant", "tool"]);
-    assert_eq!(msgs[1]["tool_calls"][0]["id"], "call_abc");
-    assert_eq!(msgs[2]["tool_call_id"], "call_abc");
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool"],
+        "the core's SOUL.md leads"
+    );
+    assert_eq!(msgs[2]["tool_calls"][0]["id"], "call_abc");
+    assert_eq!(msgs[3]["tool_call_id"], "call_abc");
 
     // A follow-up turn sends the earlier conversation as history.
     app.start_turn(&tok, &sid, json!({"input": "and then?"}))
@@ -70,7 +74,10 @@ async fn a_tool_call_then_an_answer_over_the_real_wire_format() {
         .iter()
         .map(|m| m["role"].as_str().unwrap())
         .collect();
-    assert_eq!(roles, ["user", "assistant", "tool", "assistant", "user"]);
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
 }
 
 #[tokio::test]

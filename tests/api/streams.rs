@@ -186,3 +186,50 @@ async fn websocket_bad_auth_closes_with_4001_and_foreign_sessions_with_4004() {
     assert_eq!(expect_close(&mut ws).await.0, 4004);
     let _ = CloseCode::Normal;
 }
+
+#[tokio::test]
+async fn an_approval_can_be_decided_over_the_websocket() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    let mut ws = ws_connect(&app, &sid, "", Some(&tok)).await;
+    let script = json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": "ws.txt", "content": "via ws"}}]}, {"content": "ok"}]);
+    app.start_turn(&tok, &sid, json!({"input": "go", "script": script}))
+        .await;
+    let evs = ws_read_until(&mut ws, |e| e["type"] == "approval.requested").await;
+    let id = evs.last().unwrap()["data"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ws.send(Message::Text(
+        json!({"type": "approval", "approval_id": "nope", "decision": "allow_once"})
+            .to_string()
+            .into(),
+    ))
+    .await
+    .unwrap();
+    let err = ws_read_until(&mut ws, |e| e["type"] == "error").await;
+    assert!(err.last().unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .contains("approval_id"));
+    ws.send(Message::Text(
+        json!({"type": "approval", "approval_id": id, "decision": "allow_once"})
+            .to_string()
+            .into(),
+    ))
+    .await
+    .unwrap();
+    let rest = ws_read_until(&mut ws, is_terminal).await;
+    let ack = rest
+        .iter()
+        .find(|e| e["type"] == "approval.ack")
+        .expect("an ack frame");
+    assert_eq!(ack["state"], "allowed");
+    let result = rest.iter().find(|e| e["type"] == "tool.result").unwrap();
+    assert_eq!(result["data"]["status"], "succeeded");
+    let written = app
+        .home
+        .join("tenants/default/workspaces/alice/default/ws.txt");
+    assert_eq!(std::fs::read_to_string(written).unwrap(), "via ws");
+}

@@ -1,6 +1,7 @@
 //! HTTP, SSE and WebSocket routes. Thin: parse, call the host, map errors.
 //! [`router`] assembles every route; [`ApiDoc`] lists them for OpenAPI.
 
+pub mod approvals;
 pub mod console;
 pub mod error;
 pub mod events;
@@ -34,10 +35,11 @@ use error::ApiError;
         sessions::create_session, sessions::list_sessions, sessions::get_session,
         turns::start_turn, turns::get_turn, turns::cancel_turn,
         events::session_events, stream::session_stream,
-        tools::list_tools,
+        tools::list_tools, turns::call_tool,
+        approvals::list_approvals, approvals::decide_approval, approvals::answer_clarification,
     ),
     modifiers(&BearerAuth),
-    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "operations"))
+    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "operations"))
 )]
 pub struct ApiDoc;
 
@@ -83,6 +85,13 @@ pub fn router(app: SharedApp) -> Router {
             post(turns::cancel_turn),
         )
         .route("/v1/sessions/{id}/tools", get(tools::list_tools))
+        .route("/v1/sessions/{id}/tool-calls", post(turns::call_tool))
+        .route("/v1/approvals", get(approvals::list_approvals))
+        .route("/v1/approvals/{id}", post(approvals::decide_approval))
+        .route(
+            "/v1/clarifications/{id}",
+            post(approvals::answer_clarification),
+        )
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             timeout,

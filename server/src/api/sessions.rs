@@ -92,6 +92,21 @@ pub async fn create_session(
     }
     let core = CoreId::parse(req.core.as_deref().unwrap_or("assistant"))?;
     let workspace = WorkspaceName::parse(req.workspace.as_deref().unwrap_or("default"))?;
+    if !app.cores.exists(scope.tenant(), &core) {
+        if core.as_str() != "assistant" {
+            return Err(crate::error::Error::Invalid(format!(
+                "unknown core {:?} in this tenant",
+                core.as_str()
+            ))
+            .into());
+        }
+        // A tenant's first session gets the default core (once; never on the turn path).
+        let (cores, tenant) = (app.cores.clone(), scope.tenant().clone());
+        tokio::task::spawn_blocking(move || cores.ensure_seeded(&tenant))
+            .await
+            .map_err(|e| crate::error::Error::Internal(anyhow::anyhow!("seed core: {e}")))?
+            .map_err(crate::error::Error::Internal)?;
+    }
     let dir = app
         .config
         .home

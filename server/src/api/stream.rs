@@ -144,7 +144,13 @@ async fn serve_socket(
             incoming = socket.recv() => match incoming {
                 None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
                 Some(Ok(Message::Pong(_))) => awaiting_pong = false,
-                // Pings are answered by the library; client text frames are ignored for now.
+                Some(Ok(Message::Text(text))) => {
+                    let reply = client_frame(&app, &scope, text.as_str()).await;
+                    if socket.send(Message::Text(reply.to_string().into())).await.is_err() {
+                        return;
+                    }
+                }
+                // Pings are answered by the library.
                 Some(Ok(_)) => {}
             },
             _ = ping.tick() => {
@@ -158,5 +164,38 @@ async fn serve_socket(
             }
             _ = app.shutdown.cancelled() => return close(&mut socket, CLOSE_GOING_AWAY, "server shutting down").await,
         }
+    }
+}
+
+/// A client frame: `{"type":"approval","approval_id":…,"decision":…}` decides
+/// one of the caller's approvals, exactly like `POST /v1/approvals/{id}`.
+async fn client_frame(app: &SharedApp, scope: &PrincipalScope, text: &str) -> serde_json::Value {
+    use crate::dispatch::approvals::Decision;
+    let error = |msg: String| serde_json::json!({"type": "error", "message": msg});
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
+        return error("frames must be JSON objects".into());
+    };
+    if v.get("type").and_then(|t| t.as_str()) != Some("approval") {
+        return error("unknown frame type; expected \"approval\"".into());
+    }
+    let id = v
+        .get("approval_id")
+        .and_then(|t| t.as_str())
+        .unwrap_or_default();
+    if uuid::Uuid::try_parse(id).is_err() {
+        return error("approval_id must be an approval id".into());
+    }
+    let Some(decision) = v
+        .get("decision")
+        .and_then(|t| t.as_str())
+        .and_then(Decision::parse)
+    else {
+        return error("decision must be allow_once, allow_session or deny".into());
+    };
+    match app.dispatcher.approvals.decide(scope, id, decision).await {
+        Ok(row) => {
+            serde_json::json!({"type": "approval.ack", "approval_id": row.id, "state": row.state, "decision": row.decision})
+        }
+        Err(e) => error(super::error::ApiError::from(e).message),
     }
 }

@@ -125,3 +125,53 @@ pub async fn cancel_turn(
         .await?;
     Ok(Json(row.into()))
 }
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallRequest {
+    /// A tool of the session's resolved catalog.
+    pub tool: String,
+    /// Its arguments (a JSON object).
+    #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolCallStarted {
+    pub turn_id: String,
+    pub call_id: String,
+}
+
+/// Call one tool through the same dispatcher a model uses, approvals included.
+#[utoipa::path(post, path = "/v1/sessions/{id}/tool-calls", tag = "tools", request_body = ToolCallRequest,
+    params(("id" = String, Path, description = "Session id")),
+    responses((status = 202, body = ToolCallStarted), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "another turn of the session is running", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn call_tool(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<ToolCallRequest>,
+) -> ApiResult<(StatusCode, Json<ToolCallStarted>)> {
+    let sid = session_id(&id)?;
+    if app.shutdown.is_cancelled() {
+        return Err(crate::error::Error::Unavailable("the server is shutting down".into()).into());
+    }
+    let (turn, call_id) = app
+        .turns
+        .start_tool_call(&scope, sid, req.tool, req.arguments)
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(ToolCallStarted {
+            turn_id: turn.to_string(),
+            call_id,
+        }),
+    ))
+}

@@ -1,14 +1,23 @@
-//! The per-turn resolved catalog: which tools a turn may see and call, and
-//! the provider definitions and `tools_list` view derived from it. A model's
-//! tool name is resolved only through a [`ResolvedCatalog`].
+//! The per-turn resolved catalog: which tools a turn may see and call, with
+//! their effective metadata, and the provider definitions and `tools_list`
+//! view derived from it. A model's tool name is resolved only through a
+//! [`ResolvedCatalog`]; there is no second global lookup.
 //!
 //! Built-in metadata (names, schemas, risks, capabilities, default approval)
 //! comes from `builtin_tools.json`, taken from the Python project's registry.
+//! Authored and MCP sources join through [`CatalogInput`] as they land.
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+use crate::policy::approval_policy::{
+    apply_override, effective_policy, ApprovalBlock, Metadata, MetadataOverride, Policy, Risk,
+    Source,
+};
+use crate::policy::capabilities::CapabilityGrants;
 
 /// One built-in tool as the registry defines it.
 #[derive(Debug, Clone, Deserialize)]
@@ -17,9 +26,9 @@ pub struct BuiltinSpec {
     pub toolset: String,
     pub description: String,
     pub input_schema: Value,
-    pub risk: String,
+    pub risk: Risk,
     pub capability: Option<String>,
-    pub approval_policy: String,
+    pub approval_policy: Policy,
     pub display_policy: String,
     pub model_output_policy: String,
 }
@@ -29,49 +38,147 @@ static BUILTINS: OnceLock<Vec<BuiltinSpec>> = OnceLock::new();
 /// The built-in registry, parsed once per process.
 pub fn builtins() -> &'static [BuiltinSpec] {
     BUILTINS.get_or_init(|| {
-        // The file is part of the binary and checked by a unit test; an
-        // unparsable registry would be a build defect, so fall back to empty.
+        // The file is compiled in and checked by a unit test; an unparsable
+        // registry is a build defect, so fall back to empty rather than panic.
         serde_json::from_str(include_str!("builtin_tools.json")).unwrap_or_default()
     })
 }
 
-/// Where a catalog entry comes from (authored and MCP sources join later).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    Builtin,
+/// Tool names of a built-in toolset, in registry order; `None` if unknown.
+pub fn toolset(name: &str) -> Option<Vec<String>> {
+    let tools: Vec<String> = builtins()
+        .iter()
+        .filter(|s| s.toolset == name)
+        .map(|s| s.name.clone())
+        .collect();
+    (!tools.is_empty()).then_some(tools)
 }
 
-/// A tool the turn may call, bound to its adapter.
+/// Built-in tools this host has adapters for. A tool without an adapter is
+/// left out of the catalog (and listed as unavailable), never shown to a
+/// model that could not call it.
+pub const IMPLEMENTED: &[&str] = &[
+    "read_file",
+    "write_file",
+    "patch",
+    "search_files",
+    "todo",
+    "clarify",
+    "tools_list",
+];
+
+/// A tool the turn may call, with its effective metadata.
 #[derive(Debug, Clone)]
 pub struct ResolvedEntry {
-    pub spec: &'static BuiltinSpec,
+    pub name: String,
     pub source: Source,
+    /// Where it comes from, e.g. `builtin coding/read_file`.
+    pub provenance: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub risk: Risk,
+    pub capability: Option<String>,
+    /// Effective approval policy after core metadata and core/global blocks.
+    pub policy: Policy,
+    pub model_output_policy: String,
+    pub display_policy: String,
+}
+
+/// What a catalog is built from: the core's declared surface, resolved by
+/// the core loader.
+#[derive(Debug, Clone, Default)]
+pub struct CatalogInput {
+    pub core_id: String,
+    /// Built-in tool names from the core's toolsets, in order.
+    pub builtin_tools: Vec<String>,
+    pub overrides: BTreeMap<String, MetadataOverride>,
+    pub core_approval: Option<ApprovalBlock>,
+    pub global_approval: Option<ApprovalBlock>,
+    pub grants: CapabilityGrants,
+    /// Identity of all of the above, for approval caches.
+    pub fingerprint: String,
 }
 
 /// Built once per turn; the only way a tool name becomes an adapter.
 #[derive(Debug, Clone)]
 pub struct ResolvedCatalog {
     entries: Vec<ResolvedEntry>,
+    /// Declared but not callable here (no adapter yet), for `tools_list`.
+    unavailable: Vec<String>,
+    grants: CapabilityGrants,
+    core_id: String,
+    fingerprint: String,
 }
 
-/// Built-in tools this host has adapters for.
-const IMPLEMENTED: &[&str] = &["tools_list"];
-
 impl ResolvedCatalog {
-    pub fn build() -> Self {
-        let entries = builtins()
-            .iter()
-            .filter(|s| IMPLEMENTED.contains(&s.name.as_str()))
-            .map(|spec| ResolvedEntry {
-                spec,
+    pub fn build(input: &CatalogInput) -> Self {
+        let mut entries = Vec::new();
+        let mut unavailable = Vec::new();
+        for name in &input.builtin_tools {
+            let Some(spec) = builtins().iter().find(|s| &s.name == name) else {
+                continue;
+            };
+            let base = Metadata {
+                risk: spec.risk,
+                capability: spec.capability.clone(),
+                approval_policy: spec.approval_policy,
+                model_output_policy: spec.model_output_policy.clone(),
+                display_policy: spec.display_policy.clone(),
+                enabled: true,
+            };
+            let meta = match input.overrides.get(name) {
+                Some(o) => apply_override(&base, o, Source::Builtin),
+                None => base,
+            };
+            if !meta.enabled {
+                continue;
+            }
+            if !IMPLEMENTED.contains(&name.as_str()) {
+                unavailable.push(name.clone());
+                continue;
+            }
+            let policy = effective_policy(
+                &meta,
+                name,
+                input.core_approval.as_ref(),
+                input.global_approval.as_ref(),
+            );
+            entries.push(ResolvedEntry {
+                name: name.clone(),
                 source: Source::Builtin,
-            })
-            .collect();
-        Self { entries }
+                provenance: format!("builtin {}/{}", spec.toolset, spec.name),
+                description: spec.description.clone(),
+                input_schema: spec.input_schema.clone(),
+                risk: meta.risk,
+                capability: meta.capability,
+                policy,
+                model_output_policy: meta.model_output_policy,
+                display_policy: meta.display_policy,
+            });
+        }
+        Self {
+            entries,
+            unavailable,
+            grants: input.grants.clone(),
+            core_id: input.core_id.clone(),
+            fingerprint: input.fingerprint.clone(),
+        }
     }
 
     pub fn resolve(&self, name: &str) -> Option<&ResolvedEntry> {
-        self.entries.iter().find(|e| e.spec.name == name)
+        self.entries.iter().find(|e| e.name == name)
+    }
+
+    pub fn grants(&self) -> &CapabilityGrants {
+        &self.grants
+    }
+
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    pub fn entries(&self) -> &[ResolvedEntry] {
+        &self.entries
     }
 
     /// Provider tool definitions (OpenAI function-tool shape).
@@ -80,24 +187,35 @@ impl ResolvedCatalog {
             .iter()
             .map(|e| {
                 json!({"type": "function", "function": {
-                    "name": e.spec.name, "description": e.spec.description, "parameters": e.spec.input_schema}})
+                    "name": e.name, "description": e.description, "parameters": e.input_schema}})
             })
             .collect()
     }
 
-    /// What `tools_list` and `GET /v1/sessions/{id}/tools` show.
+    /// The full view (`GET /v1/sessions/{id}/tools`): effective metadata too.
     pub fn listing(&self) -> Value {
-        Value::Array(
-            self.entries
-                .iter()
-                .map(|e| {
-                    json!({"name": e.spec.name, "source": "builtin", "toolset": e.spec.toolset,
-                        "description": e.spec.description, "risk": e.spec.risk,
-                        "capability": e.spec.capability, "approval_policy": e.spec.approval_policy,
-                        "input_schema": e.spec.input_schema})
-                })
-                .collect(),
-        )
+        json!({
+            "core_id": self.core_id,
+            "tools": self.entries.iter().map(|e| json!({
+                "name": e.name, "source": e.source, "provenance": e.provenance,
+                "description": e.description, "risk": e.risk, "capability": e.capability,
+                "approval_policy": e.policy, "model_output_policy": e.model_output_policy,
+                "display_policy": e.display_policy, "enabled": true, "input_schema": e.input_schema,
+            })).collect::<Vec<_>>(),
+            "unavailable": self.unavailable,
+        })
+    }
+
+    /// What the `tools_list` tool returns to the model.
+    pub fn tools_list_view(&self) -> Value {
+        json!({
+            "success": true,
+            "count": self.entries.len(),
+            "tools": self.entries.iter().map(|e| json!({
+                "name": e.name, "description": e.description, "source": e.source, "enabled": true,
+                "risk": e.risk, "capability": e.capability, "approval_policy": e.policy,
+            })).collect::<Vec<_>>(),
+        })
     }
 }
 
@@ -105,48 +223,114 @@ impl ResolvedCatalog {
 mod tests {
     use super::*;
 
+    fn input(tools: &[&str]) -> CatalogInput {
+        CatalogInput {
+            core_id: "c".into(),
+            builtin_tools: tools.iter().map(|s| s.to_string()).collect(),
+            grants: CapabilityGrants::new(
+                vec!["fs.read".to_owned()],
+                Vec::<(String, Vec<String>)>::new(),
+            ),
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn registry_parses_with_every_toolset_tool() {
         let b = builtins();
         assert_eq!(b.len(), 21);
-        for name in [
-            "read_file",
-            "write_file",
-            "patch",
-            "terminal",
-            "tools_list",
-            "schedule_manage",
-        ] {
-            assert!(b.iter().any(|s| s.name == name), "{name}");
-        }
         let rf = b.iter().find(|s| s.name == "read_file").unwrap();
         assert_eq!(
-            (
-                rf.risk.as_str(),
-                rf.capability.as_deref(),
-                rf.approval_policy.as_str()
-            ),
-            ("low", Some("fs.read"), "auto")
+            (rf.risk, rf.capability.as_deref(), rf.approval_policy),
+            (Risk::Low, Some("fs.read"), Policy::Auto)
         );
         let t = b.iter().find(|s| s.name == "terminal").unwrap();
         assert_eq!(
-            (
-                t.risk.as_str(),
-                t.capability.as_deref(),
-                t.approval_policy.as_str()
-            ),
-            ("high", Some("terminal.exec"), "prompt")
+            (t.risk, t.capability.as_deref(), t.approval_policy),
+            (Risk::High, Some("terminal.exec"), Policy::Prompt)
         );
+        let w = b.iter().find(|s| s.name == "write_file").unwrap();
+        assert_eq!((w.risk, w.approval_policy), (Risk::Medium, Policy::Prompt));
+    }
+
+    #[test]
+    fn toolsets_are_known_by_name() {
+        assert_eq!(toolset("coding").unwrap().len(), 12);
+        assert_eq!(toolset("demiurge_control").unwrap().len(), 8);
+        assert_eq!(
+            toolset("schedule").unwrap(),
+            vec!["schedule_manage".to_owned()]
+        );
+        assert!(toolset("codng").is_none());
     }
 
     #[test]
     fn catalog_resolves_only_what_it_holds() {
-        let c = ResolvedCatalog::build();
-        assert!(c.resolve("tools_list").is_some());
+        let c = ResolvedCatalog::build(&input(&["read_file", "tools_list"]));
+        assert!(c.resolve("read_file").is_some());
+        assert!(c.resolve("write_file").is_none());
         assert!(c.resolve("no_such_tool").is_none());
-        assert_eq!(
-            c.definitions().len(),
-            c.listing().as_array().map(Vec::len).unwrap_or(0)
+        assert_eq!(c.definitions().len(), 2);
+    }
+
+    #[test]
+    fn metadata_overrides_only_tighten_builtins_and_can_disable() {
+        let mut i = input(&["read_file", "write_file", "todo"]);
+        i.overrides.insert(
+            "write_file".into(),
+            MetadataOverride {
+                approval_policy: Some(Policy::Auto),
+                risk: Some(Risk::Low),
+                ..Default::default()
+            },
         );
+        i.overrides.insert(
+            "read_file".into(),
+            MetadataOverride {
+                approval_policy: Some(Policy::Deny),
+                ..Default::default()
+            },
+        );
+        i.overrides.insert(
+            "todo".into(),
+            MetadataOverride {
+                enabled: Some(false),
+                ..Default::default()
+            },
+        );
+        let c = ResolvedCatalog::build(&i);
+        let w = c.resolve("write_file").unwrap();
+        assert_eq!(
+            (w.policy, w.risk),
+            (Policy::Prompt, Risk::Medium),
+            "auto never weakens a registry prompt"
+        );
+        assert_eq!(c.resolve("read_file").unwrap().policy, Policy::Deny);
+        assert!(c.resolve("todo").is_none());
+    }
+
+    #[test]
+    fn core_and_global_auto_never_weaken_but_deny_wins() {
+        let mut i = input(&["write_file", "read_file"]);
+        i.core_approval = Some(ApprovalBlock {
+            default: Some(Policy::Auto),
+            ..Default::default()
+        });
+        i.global_approval = Some(ApprovalBlock {
+            tools: [("read_file".to_owned(), Policy::Deny)]
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        });
+        let c = ResolvedCatalog::build(&i);
+        assert_eq!(c.resolve("write_file").unwrap().policy, Policy::Prompt);
+        assert_eq!(c.resolve("read_file").unwrap().policy, Policy::Deny);
+    }
+
+    #[test]
+    fn tools_without_adapters_are_listed_as_unavailable() {
+        let c = ResolvedCatalog::build(&input(&["read_file", "schedule_manage"]));
+        assert!(c.resolve("schedule_manage").is_none());
+        assert_eq!(c.listing()["unavailable"], json!(["schedule_manage"]));
     }
 }

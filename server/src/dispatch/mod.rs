@@ -1,11 +1,26 @@
-//! The one dispatcher: every tool call, from a model or from
-//! `POST …/tool-calls`, goes resolve → validate → adapter → typed status.
-//! (Capability checks, approvals and redaction join in the effect runtime.)
+//! The one dispatcher. Every tool call, from a model or from
+//! `POST …/tool-calls`, goes: resolve (through the turn's catalog) →
+//! validate arguments against the tool's schema → capability preflight →
+//! approval → adapter → typed status → redaction into the views. Nothing
+//! reaches an adapter any other way.
+
+pub mod approvals;
+pub mod clarify;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 
-use crate::catalog::ResolvedCatalog;
+use crate::auth::PrincipalScope;
+use crate::catalog::{ResolvedCatalog, ResolvedEntry};
+use crate::events::EventLog;
+use crate::policy::approval_policy::{higher_risk, request_policy, Policy, Risk};
+use crate::redact::redactor::{argument_preview, SecretRedactor, View};
+use approvals::{ApprovalRequest, ApprovalScope, Approvals, Verdict};
+use clarify::{Answer, Clarifications};
 
 /// The typed outcome of a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -36,42 +51,309 @@ impl ToolStatus {
     }
 }
 
+/// Raw adapter result: internal execution data, never shown before redaction.
 #[derive(Debug, Clone)]
 pub struct ToolOutcome {
     pub status: ToolStatus,
-    /// What the model sees.
+    /// What the model sees by default (text, or JSON for structured tools).
     pub content: Value,
+    /// Structured metadata for operators.
+    pub data: Value,
 }
 
 impl ToolOutcome {
-    pub fn ok(content: Value) -> Self {
+    pub fn ok_text(text: impl Into<String>, data: Value) -> Self {
+        Self {
+            status: ToolStatus::Succeeded,
+            content: Value::String(text.into()),
+            data,
+        }
+    }
+
+    pub fn ok_json(content: Value) -> Self {
         Self {
             status: ToolStatus::Succeeded,
             content,
+            data: Value::Null,
         }
     }
 
     pub fn error(status: ToolStatus, message: impl Into<String>) -> Self {
+        let message = message.into();
         Self {
             status,
-            content: json!({"error": message.into()}),
+            data: json!({"error": message}),
+            content: Value::String(message),
         }
     }
 }
 
-/// Run one call against the turn's catalog.
-pub async fn dispatch(catalog: &ResolvedCatalog, name: &str, arguments: &Value) -> ToolOutcome {
-    let Some(entry) = catalog.resolve(name) else {
-        return ToolOutcome::error(ToolStatus::NotFound, format!("unknown tool {name:?}"));
-    };
-    if !arguments.is_object() {
-        return ToolOutcome::error(ToolStatus::Invalid, "arguments must be a JSON object");
+/// Everything a call may rely on, built by the host for one turn.
+#[derive(Clone)]
+pub struct CallContext {
+    pub scope: PrincipalScope,
+    pub session_id: String,
+    pub turn_id: String,
+    /// The session's workspace folder (canonical).
+    pub workspace: PathBuf,
+    /// Private per-session runtime state (todo list, …).
+    pub state_dir: PathBuf,
+    /// Identity of the core's effective configuration; approvals cached for
+    /// the session die when it changes.
+    pub core_fingerprint: String,
+    pub cancel: CancellationToken,
+}
+
+/// What an adapter sees: its call context, its catalog entry and the host.
+pub struct ToolEnv<'a> {
+    pub ctx: &'a CallContext,
+    pub entry: &'a ResolvedEntry,
+    pub catalog: &'a ResolvedCatalog,
+    host: &'a Dispatcher,
+}
+
+impl ToolEnv<'_> {
+    pub fn workspace(&self) -> &Path {
+        &self.ctx.workspace
     }
-    match entry.spec.name.as_str() {
-        "tools_list" => ToolOutcome::ok(json!({"tools": catalog.listing()})),
-        other => ToolOutcome::error(
-            ToolStatus::NotFound,
-            format!("tool {other:?} has no adapter"),
-        ),
+
+    pub fn session_state_dir(&self) -> PathBuf {
+        self.ctx.state_dir.clone()
+    }
+
+    /// Resolve an approval for this call. `None` means go ahead; `Some` is
+    /// the denial to return. The request's policy is the stricter of the
+    /// handler's baseline and the entry's effective policy; its risk never
+    /// drops below the entry's.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn approve(
+        &self,
+        baseline: Policy,
+        risk: Risk,
+        action: &str,
+        target: &str,
+        reason: String,
+        preview: Value,
+        session_cacheable: bool,
+    ) -> Option<ToolOutcome> {
+        let name = self.entry.name.as_str();
+        let policy = request_policy(baseline, self.entry.policy);
+        let risk = higher_risk(risk, self.entry.risk);
+        match policy {
+            Policy::Auto => return None,
+            Policy::Deny => {
+                return Some(ToolOutcome::error(
+                    ToolStatus::Denied,
+                    format!("approval policy denies {name}"),
+                ))
+            }
+            Policy::Prompt => {}
+        }
+        let cap = self.entry.capability.as_deref().unwrap_or("none");
+        let req = ApprovalRequest {
+            tool: name.to_owned(),
+            risk: risk.as_str(),
+            rule: format!("{name}:{cap}:{action}:{target}"),
+            reason: if reason.is_empty() {
+                format!("{name} {action}")
+            } else {
+                reason
+            },
+            preview,
+            session_cacheable,
+        };
+        let scope = ApprovalScope {
+            scope: &self.ctx.scope,
+            session_id: &self.ctx.session_id,
+            turn_id: &self.ctx.turn_id,
+            core_fingerprint: &self.ctx.core_fingerprint,
+        };
+        match self
+            .host
+            .approvals
+            .request(&scope, req, &self.ctx.cancel)
+            .await
+        {
+            Ok(Verdict::Allowed(_)) => None,
+            Ok(Verdict::Denied("cancelled")) => Some(ToolOutcome::error(
+                ToolStatus::Cancelled,
+                "the turn was cancelled while waiting for approval",
+            )),
+            Ok(Verdict::Denied(why)) => Some(ToolOutcome::error(
+                ToolStatus::Denied,
+                format!("approval denied ({why})"),
+            )),
+            Err(e) => {
+                tracing::error!(error = %e, "approval request failed");
+                Some(ToolOutcome::error(
+                    ToolStatus::Denied,
+                    "approval could not be requested",
+                ))
+            }
+        }
+    }
+
+    pub async fn clarify(
+        &self,
+        question: &str,
+        choices: &[String],
+    ) -> crate::error::Result<Answer> {
+        self.host
+            .clarifications
+            .ask(
+                &self.ctx.scope,
+                &self.ctx.session_id,
+                &self.ctx.turn_id,
+                question,
+                choices,
+                &self.ctx.cancel,
+            )
+            .await
+    }
+}
+
+/// Tools whose adapters resolve approval themselves (they know the target).
+const HANDLER_APPROVAL: &[&str] = &["read_file", "write_file", "patch", "search_files"];
+
+/// Argument previews in approval requests stay this short.
+const PREVIEW_CHARS: usize = 2_000;
+
+#[derive(Clone)]
+pub struct Dispatcher {
+    pub approvals: Approvals,
+    pub clarifications: Clarifications,
+    events: EventLog,
+}
+
+/// What the turn loop gets back: the model view of the result.
+pub struct CallRecord {
+    pub status: ToolStatus,
+    pub model_content: String,
+}
+
+impl Dispatcher {
+    pub fn new(
+        approvals: Approvals,
+        clarifications: Clarifications,
+        events: EventLog,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            approvals,
+            clarifications,
+            events,
+        })
+    }
+
+    /// Resolve, check and run one call; no events.
+    pub async fn dispatch(
+        &self,
+        ctx: &CallContext,
+        catalog: &ResolvedCatalog,
+        name: &str,
+        args: &Value,
+    ) -> ToolOutcome {
+        let Some(entry) = catalog.resolve(name) else {
+            return ToolOutcome::error(
+                ToolStatus::NotFound,
+                format!("tool not found or not allowed: {name}"),
+            );
+        };
+        if let Err(errors) = crate::policy::json_schema::validate(&entry.input_schema, args) {
+            return ToolOutcome::error(
+                ToolStatus::Invalid,
+                format!("invalid arguments for {name}: {}", errors.join("; ")),
+            );
+        }
+        if let Some(cap) = &entry.capability {
+            if !catalog.grants().allows(cap, None, &[], false) {
+                return ToolOutcome::error(
+                    ToolStatus::Denied,
+                    crate::policy::capabilities::denial_message(cap, None),
+                );
+            }
+        }
+        let env = ToolEnv {
+            ctx,
+            entry,
+            catalog,
+            host: self,
+        };
+        if !HANDLER_APPROVAL.contains(&name) && entry.policy != Policy::Auto {
+            let preview = argument_preview(args, PREVIEW_CHARS);
+            if let Some(denied) = env
+                .approve(
+                    Policy::Auto,
+                    entry.risk,
+                    "call",
+                    "",
+                    format!("call {name}"),
+                    preview,
+                    true,
+                )
+                .await
+            {
+                return denied;
+            }
+        }
+        if ctx.cancel.is_cancelled() {
+            return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled");
+        }
+        crate::tools::run_builtin(&env, name, args).await
+    }
+
+    /// Dispatch with the `tool.call` / `tool.result` events, redacted: the
+    /// event log gets the event view, the caller gets the model view.
+    pub async fn run_call(
+        &self,
+        ctx: &CallContext,
+        catalog: &ResolvedCatalog,
+        call_id: &str,
+        name: &str,
+        args: &Value,
+    ) -> crate::error::Result<CallRecord> {
+        let mut redactor = SecretRedactor::new();
+        redactor.discover_json(args);
+        let args_view = redactor.redact_json_for(args, View::Event);
+        self.events
+            .append(
+                &ctx.session_id,
+                Some(&ctx.turn_id),
+                "tool.call",
+                json!({"call_id": call_id, "tool": name, "arguments": args_view}),
+            )
+            .await?;
+        let outcome = self.dispatch(ctx, catalog, name, args).await;
+        let raw = json!({"content": outcome.content, "data": outcome.data});
+        let (status, views) = match redactor.try_views(&raw) {
+            Ok(v) => (outcome.status, v),
+            Err(e) => {
+                tracing::error!(error = %e, tool = name, "redaction failed; results replaced");
+                (
+                    ToolStatus::Failed,
+                    crate::redact::redactor::Views::redaction_failed(),
+                )
+            }
+        };
+        let event_view = views.get(View::Event);
+        self.events
+            .append(
+                &ctx.session_id,
+                Some(&ctx.turn_id),
+                "tool.result",
+                json!({"call_id": call_id, "tool": name, "status": status.as_str(),
+                    "content": event_view.get("content").cloned().unwrap_or(Value::Null),
+                    "data": event_view.get("data").cloned().unwrap_or(Value::Null)}),
+            )
+            .await?;
+        let model = views.get(View::Model);
+        let model_content = match model.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => model.to_string(),
+        };
+        Ok(CallRecord {
+            status,
+            model_content,
+        })
     }
 }

@@ -7,7 +7,7 @@
 //!   `capabilities.slots.<slot path>` (path-scoped). Only keys matter; the
 //!   values (`scope: workspace`, limits, …) are informational and never
 //!   reach this module;
-//! * key matching ([`matches`]): an exact key, or a prefix grant formed by
+//! * key matching ([`matches()`]): an exact key, or a prefix grant formed by
 //!   dropping trailing `:`-segments and appending `:*` (`a:b:c` is granted by
 //!   `a:b:*` and by `a:*`). A key without `:` only matches exactly, a bare `*`
 //!   grants nothing, and `secret.bind:*` (or any other wildcard) never grants a

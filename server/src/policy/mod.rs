@@ -1,8 +1,12 @@
 //! Pure decision code: values in, verdicts out, no I/O (except the thin
 //! [`check_url`] edge, which resolves DNS and hands the answers to the policy).
 
+pub mod approval_policy;
+pub mod capabilities;
 pub mod command_guard;
+pub mod json_schema;
 pub mod url_policy;
+pub mod workspace;
 
 use url_policy::{decide, parse_target, UrlVerdict};
 

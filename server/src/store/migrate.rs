@@ -15,12 +15,20 @@ struct Migration {
     postgres: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "foundation",
-    sqlite: include_str!("../../../migrations/sqlite/0001_foundation.sql"),
-    postgres: include_str!("../../../migrations/postgres/0001_foundation.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "foundation",
+        sqlite: include_str!("../../../migrations/sqlite/0001_foundation.sql"),
+        postgres: include_str!("../../../migrations/postgres/0001_foundation.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "approvals",
+        sqlite: include_str!("../../../migrations/sqlite/0002_approvals.sql"),
+        postgres: include_str!("../../../migrations/postgres/0002_approvals.sql"),
+    },
+];
 
 /// Arbitrary constant naming our advisory lock.
 const PG_LOCK_KEY: i64 = 0x64656d69;

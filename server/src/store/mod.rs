@@ -2,6 +2,7 @@
 //! (WAL, the embedded default) and PostgreSQL (scale-out) with the same
 //! statements; the few dialect differences live in the migrations.
 
+mod approvals;
 mod events;
 mod messages;
 mod migrate;
@@ -17,6 +18,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, ConnectOptions, Executor};
 use tokio::sync::{Mutex, MutexGuard};
 
+pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification};
 pub use events::{EventRow, NewEvent, TurnFinish};
 pub use sessions::{NewSession, SessionRow};
 pub use turns::{LostTurn, StartTurn, TurnRow, TurnStatus};

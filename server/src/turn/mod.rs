@@ -15,11 +15,14 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
-use crate::catalog::ResolvedCatalog;
+use crate::core::repository::CoreRepository;
+use crate::dispatch::{CallContext, Dispatcher};
 use crate::error::{Error, Result};
 use crate::events::EventLog;
+use crate::ids::{CoreId, TenantId};
 use crate::ids::{SessionId, TurnId};
 use crate::metrics::Metrics;
+use crate::redact::redactor::{SecretRedactor, View};
 use crate::store::{SessionRow, StartTurn, Store, TurnFinish, TurnRow, TurnStatus};
 use provider::{ModelRequest, Provider};
 use script::ScriptStep;
@@ -60,6 +63,21 @@ struct Inner {
     max_steps: u32,
     node_id: String,
     running: Mutex<HashMap<TurnId, Running>>,
+    dispatcher: Arc<Dispatcher>,
+    cores: CoreRepository,
+    home: std::path::PathBuf,
+    /// Canonical workspace folder per session, so turns skip the syscalls.
+    workspaces: Mutex<HashMap<String, std::path::PathBuf>>,
+}
+
+/// The host-side parts a turn needs besides storage and events.
+pub struct TurnDeps {
+    pub providers: Providers,
+    pub dispatcher: Arc<Dispatcher>,
+    pub cores: CoreRepository,
+    pub home: std::path::PathBuf,
+    pub max_steps: u32,
+    pub node_id: String,
 }
 
 /// Starts, cancels and recovers turns; cheap to clone.
@@ -75,30 +93,40 @@ enum TurnEnd {
 }
 
 struct TurnContext {
+    scope: PrincipalScope,
     session: SessionRow,
     turn_id: TurnId,
     input: String,
-    script: Option<Vec<ScriptStep>>,
+    mode: Mode,
+}
+
+/// What drives the turn.
+enum Mode {
+    /// The session's provider (with an optional fake-provider script).
+    Model { script: Option<Vec<ScriptStep>> },
+    /// `POST …/tool-calls`: one call through the dispatcher, no model.
+    Direct {
+        call_id: String,
+        tool: String,
+        arguments: Value,
+    },
 }
 
 impl TurnService {
-    pub fn new(
-        store: Store,
-        events: EventLog,
-        metrics: Arc<Metrics>,
-        providers: Providers,
-        max_steps: u32,
-        node_id: String,
-    ) -> Self {
+    pub fn new(store: Store, events: EventLog, metrics: Arc<Metrics>, deps: TurnDeps) -> Self {
         Self {
             inner: Arc::new(Inner {
                 store,
                 events,
                 metrics,
-                providers,
-                max_steps,
-                node_id,
+                providers: deps.providers,
+                max_steps: deps.max_steps,
+                node_id: deps.node_id,
                 running: Mutex::new(HashMap::new()),
+                dispatcher: deps.dispatcher,
+                cores: deps.cores,
+                home: deps.home,
+                workspaces: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -119,12 +147,7 @@ impl TurnService {
         input: String,
         script: Option<Value>,
     ) -> Result<TurnId> {
-        let inner = &self.inner;
-        let session = inner
-            .store
-            .get_session_cached(scope.tenant(), scope.principal(), session_id)
-            .await?
-            .ok_or(Error::NotFound)?;
+        let session = self.owned_session(scope, session_id).await?;
         let script = match script {
             None | Some(Value::Null) => None,
             Some(v) => {
@@ -137,7 +160,58 @@ impl TurnService {
                 Some(script::parse(&v).map_err(Error::Invalid)?)
             }
         };
+        self.begin(scope, session, input, Mode::Model { script })
+            .await
+    }
+
+    /// Run one tool call through the dispatcher as its own turn
+    /// (`POST /v1/sessions/{id}/tool-calls`). Returns (turn id, call id).
+    pub async fn start_tool_call(
+        &self,
+        scope: &PrincipalScope,
+        session_id: SessionId,
+        tool: String,
+        arguments: Value,
+    ) -> Result<(TurnId, String)> {
+        if tool.trim().is_empty() || tool.len() > 128 {
+            return Err(Error::Invalid("`tool` must name a tool".into()));
+        }
+        let session = self.owned_session(scope, session_id).await?;
+        let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
+        let input = format!("tool-call: {tool}");
+        let mode = Mode::Direct {
+            call_id: call_id.clone(),
+            tool,
+            arguments,
+        };
+        let turn = self.begin(scope, session, input, mode).await?;
+        Ok((turn, call_id))
+    }
+
+    async fn owned_session(
+        &self,
+        scope: &PrincipalScope,
+        session_id: SessionId,
+    ) -> Result<SessionRow> {
+        self.inner
+            .store
+            .get_session_cached(scope.tenant(), scope.principal(), session_id)
+            .await?
+            .ok_or(Error::NotFound)
+    }
+
+    async fn begin(
+        &self,
+        scope: &PrincipalScope,
+        session: SessionRow,
+        input: String,
+        mode: Mode,
+    ) -> Result<TurnId> {
+        let inner = &self.inner;
+        let session_id = SessionId::parse(&session.id)?;
         let turn_id = TurnId::new();
+        // Records and events keep the redacted input; only the model sees it raw.
+        let shown_input = SecretRedactor::new().redact_str_for(&input, View::Durable);
         match inner
             .store
             .start_turn(
@@ -145,7 +219,7 @@ impl TurnService {
                 session_id,
                 scope.tenant(),
                 scope.principal(),
-                &input,
+                &shown_input,
                 &inner.node_id,
             )
             .await?
@@ -170,7 +244,12 @@ impl TurnService {
         let tid = turn_id.to_string();
         if let Err(e) = inner
             .events
-            .append(&sid, Some(&tid), "turn.started", json!({"input": input}))
+            .append(
+                &sid,
+                Some(&tid),
+                "turn.started",
+                json!({"input": shown_input}),
+            )
             .await
         {
             // Without its first event the turn cannot be observed; fail it now.
@@ -189,10 +268,11 @@ impl TurnService {
             return Err(e);
         }
         let ctx = TurnContext {
+            scope: scope.clone(),
             session,
             turn_id,
             input,
-            script,
+            mode,
         };
         let this = self.clone();
         tokio::spawn(async move { this.run(ctx, token, reason).await });
@@ -208,10 +288,11 @@ impl TurnService {
         let started = Instant::now();
         let mut new_messages: Vec<Value> = Vec::new();
         let mut steps = 0u32;
-        let end = tokio::select! {
-            r = self.drive(&ctx, &mut new_messages, &mut steps) => r,
-            _ = token.cancelled() => Err(TurnEnd::Cancelled),
-        };
+        // `drive` observes the token itself, so approvals and clarifications
+        // it waits on are settled (denied) rather than abandoned.
+        let end = self
+            .drive(&ctx, &token, &mut new_messages, &mut steps)
+            .await;
         let inner = &self.inner;
         let sid = ctx.session.id.as_str();
         let (status, output, why, error) = match end {
@@ -226,6 +307,8 @@ impl TurnService {
                 None,
             ),
         };
+        // The final text is model output: records and events keep it redacted.
+        let output = output.map(|o| SecretRedactor::new().redact_str_for(&o, View::Durable));
         let (kind, data) = match status {
             TurnStatus::Completed => ("turn.completed", json!({"output": output, "steps": steps})),
             TurnStatus::Failed => ("turn.failed", json!({"reason": why, "error": error})),
@@ -271,6 +354,7 @@ impl TurnService {
     async fn drive(
         &self,
         ctx: &TurnContext,
+        token: &CancellationToken,
         new_messages: &mut Vec<Value>,
         steps: &mut u32,
     ) -> Result<String, TurnEnd> {
@@ -284,6 +368,57 @@ impl TurnService {
         let ev = |e: Error| TurnEnd::Failed {
             reason: "internal",
             error: format!("event log: {e}"),
+        };
+        let tenant: &TenantId = ctx.scope.tenant();
+        let core_id = CoreId::parse(&ctx.session.core).map_err(|e| TurnEnd::Failed {
+            reason: "core_load",
+            error: e.to_string(),
+        })?;
+        let core = inner
+            .cores
+            .load(tenant, &core_id)
+            .await
+            .map_err(|error| TurnEnd::Failed {
+                reason: "core_load",
+                error,
+            })?;
+        let catalog = &core.resolved;
+        let call_ctx = CallContext {
+            scope: ctx.scope.clone(),
+            session_id: ctx.session.id.clone(),
+            turn_id: tid.clone(),
+            workspace: self.workspace_of(&ctx.scope, &ctx.session).map_err(|e| {
+                TurnEnd::Failed {
+                    reason: "workspace",
+                    error: e.to_string(),
+                }
+            })?,
+            state_dir: inner
+                .home
+                .join("runtime")
+                .join("session-state")
+                .join(&ctx.session.id),
+            core_fingerprint: catalog.fingerprint().to_owned(),
+            cancel: token.clone(),
+        };
+        let script = match &ctx.mode {
+            Mode::Direct {
+                call_id,
+                tool,
+                arguments,
+            } => {
+                *steps = 0;
+                let rec = inner
+                    .dispatcher
+                    .run_call(&call_ctx, catalog, call_id, tool, arguments)
+                    .await
+                    .map_err(ev)?;
+                if token.is_cancelled() {
+                    return Err(TurnEnd::Cancelled);
+                }
+                return Ok(rec.model_content);
+            }
+            Mode::Model { script } => script.as_deref(),
         };
         let provider =
             inner
@@ -299,44 +434,47 @@ impl TurnService {
         let mut history = if provider.name() == "fake" {
             Vec::new() // The fake provider never reads history; skip the query.
         } else {
-            inner
-                .store
-                .recent_messages(sid, HISTORY_MESSAGES)
-                .await
-                .map_err(db)?
+            let mut h = Vec::new();
+            if let Some(soul) = &core.soul {
+                h.push(json!({"role": "system", "content": soul}));
+            }
+            h.extend(
+                inner
+                    .store
+                    .recent_messages(sid, HISTORY_MESSAGES)
+                    .await
+                    .map_err(db)?,
+            );
+            h
         };
-        let user = json!({"role": "user", "content": ctx.input});
-        history.push(user.clone());
-        new_messages.push(user);
-        let catalog = ResolvedCatalog::build();
+        history.push(json!({"role": "user", "content": ctx.input}));
+        new_messages.push(json!({"role": "user", "content": SecretRedactor::new().redact_str_for(&ctx.input, View::Model)}));
         let tools = catalog.definitions();
-        for step in 0..inner.max_steps as usize {
+        let max_steps = inner.max_steps.min(core.max_model_steps);
+        for step in 0..max_steps as usize {
             *steps = step as u32 + 1;
-            let reply = provider
-                .complete(ModelRequest {
+            let reply = tokio::select! {
+                r = provider.complete(ModelRequest {
                     messages: &history,
                     tools: &tools,
-                    script: ctx.script.as_deref(),
+                    script,
                     step,
                     input: &ctx.input,
-                })
-                .await
-                .map_err(|e| TurnEnd::Failed {
-                    reason: "provider",
-                    error: e.to_string(),
-                })?;
-            let msg = reply.to_message();
-            history.push(msg.clone());
-            new_messages.push(msg);
+                }) => r.map_err(|e| TurnEnd::Failed { reason: "provider", error: e.to_string() })?,
+                _ = token.cancelled() => return Err(TurnEnd::Cancelled),
+            };
+            history.push(reply.to_message());
+            new_messages.push(model_view(&reply));
             if let Some(text) = &reply.content {
                 if !text.is_empty() {
+                    let shown = SecretRedactor::new().redact_str_for(text, View::Event);
                     inner
                         .events
                         .append(
                             sid,
                             Some(&tid),
                             "message",
-                            json!({"role": "assistant", "content": text}),
+                            json!({"role": "assistant", "content": shown}),
                         )
                         .await
                         .map_err(ev)?;
@@ -346,38 +484,55 @@ impl TurnService {
                 return Ok(reply.content.unwrap_or_default());
             }
             for call in &reply.tool_calls {
-                inner
-                    .events
-                    .append(
-                        sid,
-                        Some(&tid),
-                        "tool.call",
-                        json!({"call_id": call.id, "tool": call.name, "arguments": call.arguments}),
-                    )
+                if token.is_cancelled() {
+                    return Err(TurnEnd::Cancelled);
+                }
+                let rec = inner
+                    .dispatcher
+                    .run_call(&call_ctx, catalog, &call.id, &call.name, &call.arguments)
                     .await
                     .map_err(ev)?;
-                let outcome =
-                    crate::dispatch::dispatch(&catalog, &call.name, &call.arguments).await;
-                inner
-                    .events
-                    .append(
-                        sid,
-                        Some(&tid),
-                        "tool.result",
-                        json!({"call_id": call.id, "tool": call.name, "status": outcome.status.as_str(),
-                            "content": outcome.content}),
-                    )
-                    .await
-                    .map_err(ev)?;
-                let m = json!({"role": "tool", "tool_call_id": call.id, "content": outcome.content.to_string()});
+                let m =
+                    json!({"role": "tool", "tool_call_id": call.id, "content": rec.model_content});
                 history.push(m.clone());
                 new_messages.push(m);
+            }
+            if token.is_cancelled() {
+                return Err(TurnEnd::Cancelled);
             }
         }
         Err(TurnEnd::Failed {
             reason: "max_model_steps",
-            error: format!("the model made {} calls without finishing", inner.max_steps),
+            error: format!("the model made {max_steps} calls without finishing"),
         })
+    }
+
+    /// The session's workspace folder: a private folder of its owner.
+    fn workspace_of(
+        &self,
+        scope: &PrincipalScope,
+        session: &SessionRow,
+    ) -> std::io::Result<std::path::PathBuf> {
+        let dir = self
+            .inner
+            .home
+            .join("tenants")
+            .join(scope.tenant().as_str())
+            .join("workspaces")
+            .join(scope.principal().as_str())
+            .join(&session.workspace);
+        crate::bootstrap::private_dir(&dir).map_err(std::io::Error::other)?;
+        let dir = dir.canonicalize()?;
+        let mut cache = self
+            .inner
+            .workspaces
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= 65_536 {
+            cache.clear();
+        }
+        cache.insert(session.id.clone(), dir.clone());
+        Ok(dir)
     }
 
     /// Turn status and output, owner-checked.
@@ -490,4 +645,19 @@ impl TurnService {
     pub fn running_count(&self) -> usize {
         self.running().len()
     }
+}
+
+/// The assistant message as stored in history: secrets in its text and in
+/// its tool-call arguments replaced (the model-history view).
+fn model_view(reply: &provider::ModelReply) -> Value {
+    let mut redacted = reply.clone();
+    if let Some(text) = &reply.content {
+        redacted.content = Some(SecretRedactor::new().redact_str_for(text, View::Model));
+    }
+    for call in &mut redacted.tool_calls {
+        let mut r = SecretRedactor::new();
+        r.discover_json(&call.arguments);
+        call.arguments = r.redact_json_for(&call.arguments, View::Model);
+    }
+    redacted.to_message()
 }

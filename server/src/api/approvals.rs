@@ -1,0 +1,173 @@
+//! Approvals and clarifications: the caller's pending requests and decisions.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::error::{ApiResult, ErrorBody};
+use super::extract::{ApiJson, Auth};
+use crate::app::SharedApp;
+use crate::dispatch::approvals::Decision;
+use crate::error::Error;
+use crate::store::ApprovalRow;
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct ApprovalQuery {
+    /// `pending`, `allowed`, `denied` or `expired`; all when absent.
+    pub state: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalView {
+    pub id: String,
+    pub session_id: String,
+    pub turn_id: String,
+    pub tool: String,
+    pub risk: String,
+    pub rule: String,
+    pub reason: String,
+    /// Redacted, bounded preview of the arguments.
+    #[schema(value_type = Object)]
+    pub preview: serde_json::Value,
+    pub state: String,
+    pub decision: Option<String>,
+    /// Decisions this request accepts.
+    pub choices: Vec<String>,
+    pub created_at: String,
+    pub expires_at: String,
+    pub decided_at: Option<String>,
+}
+
+impl From<ApprovalRow> for ApprovalView {
+    fn from(r: ApprovalRow) -> Self {
+        let mut choices = vec!["allow_once".to_owned()];
+        if r.session_cacheable {
+            choices.push("allow_session".into());
+        }
+        choices.push("deny".into());
+        Self {
+            id: r.id,
+            session_id: r.session_id,
+            turn_id: r.turn_id,
+            tool: r.tool,
+            risk: r.risk,
+            rule: r.rule,
+            reason: r.reason,
+            preview: serde_json::from_str(&r.preview).unwrap_or(serde_json::Value::Null),
+            state: r.state,
+            decision: r.decision,
+            choices,
+            created_at: crate::time::rfc3339(r.created_at),
+            expires_at: crate::time::rfc3339(r.expires_at),
+            decided_at: r.decided_at.map(crate::time::rfc3339),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalList {
+    pub items: Vec<ApprovalView>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecideApproval {
+    /// `allow_once`, `allow_session` or `deny`.
+    pub decision: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerClarification {
+    pub answer: String,
+}
+
+/// The caller's approvals, newest first.
+#[utoipa::path(get, path = "/v1/approvals", tag = "approvals", params(ApprovalQuery),
+    responses((status = 200, body = ApprovalList), (status = 400, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_approvals(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    Query(q): Query<ApprovalQuery>,
+) -> ApiResult<Json<ApprovalList>> {
+    let state = q.state.as_deref().filter(|s| !s.is_empty());
+    if let Some(s) = state {
+        if !["pending", "allowed", "denied", "expired"].contains(&s) {
+            return Err(Error::Invalid(format!(
+                "state {s:?} is not one of pending, allowed, denied, expired"
+            ))
+            .into());
+        }
+    }
+    let rows = app
+        .store
+        .list_approvals(scope.tenant(), scope.principal(), state, 200)
+        .await?;
+    Ok(Json(ApprovalList {
+        items: rows.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Decide one of the caller's pending approvals.
+#[utoipa::path(post, path = "/v1/approvals/{id}", tag = "approvals", request_body = DecideApproval,
+    params(("id" = String, Path, description = "Approval id")),
+    responses((status = 200, body = ApprovalView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "already decided or expired", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn decide_approval(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<DecideApproval>,
+) -> ApiResult<Json<ApprovalView>> {
+    let id = parse_id(&id, "approval id")?;
+    let decision = Decision::parse(&req.decision).ok_or_else(|| {
+        Error::Invalid(format!(
+            "decision {:?} is not one of allow_once, allow_session, deny",
+            req.decision
+        ))
+    })?;
+    let row = app
+        .dispatcher
+        .approvals
+        .decide(&scope, &id, decision)
+        .await?;
+    Ok(Json(row.into()))
+}
+
+/// Answer a `clarify` question of the caller's turn.
+#[utoipa::path(post, path = "/v1/clarifications/{id}", tag = "approvals", request_body = AnswerClarification,
+    params(("id" = String, Path, description = "Clarification id")),
+    responses((status = 204), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn answer_clarification(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<AnswerClarification>,
+) -> ApiResult<StatusCode> {
+    let id = parse_id(&id, "clarification id")?;
+    if req.answer.chars().count() > 20_000 {
+        return Err(Error::Invalid("answer is longer than 20000 characters".into()).into());
+    }
+    app.dispatcher
+        .clarifications
+        .answer(&scope, &id, &req.answer)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Ids are UUIDs; anything else never reaches a query.
+fn parse_id(raw: &str, what: &str) -> Result<String, Error> {
+    uuid::Uuid::try_parse(raw)
+        .map(|u| u.as_hyphenated().to_string())
+        .map_err(|_| {
+            Error::Invalid(format!(
+                "invalid {what}: {:?} is not a UUID",
+                raw.chars().take(40).collect::<String>()
+            ))
+        })
+}

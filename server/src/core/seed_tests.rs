@@ -1,0 +1,122 @@
+use super::*;
+
+use crate::core::fixtures::{load, write, CODING, DEMIURGE_CONTROL, SCHEDULE};
+use crate::core::loader::Phase;
+use crate::core::manifest::{AgentYaml, FailurePolicy, SlotYaml};
+
+#[test]
+fn seeded_assistant_loads_cleanly() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("assistant");
+    seed_assistant(&dir).unwrap();
+    let core = load(&dir, "assistant").unwrap();
+
+    let expected: Vec<&str> = CODING
+        .iter()
+        .chain(DEMIURGE_CONTROL)
+        .chain(SCHEDULE)
+        .copied()
+        .collect();
+    assert_eq!(core.builtin_tools, expected);
+    assert!(core.authored.is_empty());
+    assert!(core.manifest.slots.tools.is_none());
+    assert!(core.mcp_servers.is_empty() && core.skills.is_empty());
+    assert!(core
+        .soul
+        .as_deref()
+        .is_some_and(|s| s.contains("evolve_core")));
+    assert!(core.pipelines.bootstrap.serial.is_empty());
+    assert_eq!(core.pipelines.input.serial, ["base_input"]);
+    assert_eq!(core.pipelines.output.serial, ["base_output"]);
+    for (phase, id) in [(Phase::Input, "base_input"), (Phase::Output, "base_output")] {
+        let slot = core.slot(phase, id).unwrap();
+        assert_eq!(slot.manifest.failure_policy, FailurePolicy::Hard);
+        assert!(!dir.join(&slot.dir_rel).join("module.py").exists());
+    }
+    assert_eq!(core.slots.len(), 2);
+}
+
+#[test]
+fn seeded_assistant_grants_the_python_assistant_defaults() {
+    let t = tempfile::tempdir().unwrap();
+    seed_assistant(t.path()).unwrap();
+    let core = load(t.path(), "assistant").unwrap();
+    let mut expected = vec![
+        "fs.read",
+        "fs.write",
+        "terminal.exec",
+        "task.control",
+        "session.read",
+        "agents.spawn:evolver",
+        "tool.call:evolve_core",
+        "tool.call:rollback_core",
+        "network.fetch",
+        "schedule.manage",
+    ];
+    expected.sort_unstable();
+    assert_eq!(core.capability_defaults(), expected);
+    assert!(core.capability_slots().is_empty());
+    assert!(core.manifest.tools.metadata.is_empty());
+}
+
+#[test]
+fn seed_files_parse_on_their_own() {
+    for (rel, text) in FILES {
+        if rel.ends_with("slot.yaml") {
+            serde_yaml::from_str::<SlotYaml>(text).unwrap();
+        }
+        if *rel == "agent.yaml" {
+            let m: AgentYaml = serde_yaml::from_str(text).unwrap();
+            assert_eq!(m.agent.id, "assistant");
+            assert_eq!(m.tools.toolsets, ["coding", "demiurge_control", "schedule"]);
+        }
+        assert!(!text.contains('\t'), "{rel}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn seed_writes_private_files_and_folders() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("cores/assistant");
+    seed_assistant(&dir).unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    for d in [
+        "agent",
+        "agent/input",
+        "agent/input/base_input",
+        "agent/output/base_output",
+    ] {
+        assert_eq!(mode(&dir.join(d)), 0o700, "{d}");
+    }
+    for (rel, _) in FILES {
+        assert_eq!(mode(&dir.join(rel)), 0o600, "{rel}");
+    }
+}
+
+#[test]
+fn seed_never_overwrites() {
+    let t = tempfile::tempdir().unwrap();
+    write(t.path(), "agent.yaml", "mine\n");
+    let err = seed_assistant(t.path()).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("agent.yaml")).unwrap(),
+        "mine\n"
+    );
+}
+
+#[test]
+fn seeded_core_ignores_a_tools_folder_without_slots_tools() {
+    let t = tempfile::tempdir().unwrap();
+    seed_assistant(t.path()).unwrap();
+    write(
+        t.path(),
+        "agent/tools/read_file/tool.yaml",
+        "description: would collide\n",
+    );
+    let core = load(t.path(), "assistant").unwrap();
+    assert!(core.authored.is_empty());
+}

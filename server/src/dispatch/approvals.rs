@@ -1,0 +1,393 @@
+//! Human approvals: persist the request, emit `approval.requested`, wait for
+//! a decision (REST or WebSocket, on any node), a timeout (a deny) or the
+//! turn's cancellation. `allow_session` decisions are cached per principal,
+//! session, core fingerprint and rule key for at most eight hours; identical
+//! concurrent requests share one decision.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::PrincipalScope;
+use crate::error::{Error, Result};
+use crate::events::EventLog;
+use crate::store::{ApprovalRow, NewApproval, Store};
+
+/// How long an `allow_session` decision lasts.
+pub const SESSION_ALLOW_TTL: Duration = Duration::from_secs(8 * 3600);
+/// How often a waiter re-reads the record, to see decisions made on another node.
+const POLL_EVERY: Duration = Duration::from_millis(500);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    AllowOnce,
+    AllowSession,
+    Deny,
+}
+
+impl Decision {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "allow_once" => Some(Self::AllowOnce),
+            "allow_session" => Some(Self::AllowSession),
+            "deny" => Some(Self::Deny),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AllowOnce => "allow_once",
+            Self::AllowSession => "allow_session",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// What the dispatcher wants approved.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    pub tool: String,
+    pub risk: &'static str,
+    /// Stable key of what is being approved (tool, capability, action, target,
+    /// and for ambiguous shapes an execution fingerprint).
+    pub rule: String,
+    pub reason: String,
+    /// Redacted, bounded preview of the arguments.
+    pub preview: Value,
+    /// False for requests that must never be cached (secret bindings).
+    pub session_cacheable: bool,
+}
+
+/// Who is asking, bound by the host.
+#[derive(Debug, Clone)]
+pub struct ApprovalScope<'a> {
+    pub scope: &'a PrincipalScope,
+    pub session_id: &'a str,
+    pub turn_id: &'a str,
+    /// Changes whenever the core or its grants change, so cached allows die with them.
+    pub core_fingerprint: &'a str,
+}
+
+/// The outcome, with why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// `auto`, `session_cache`, `allow_once`, `allow_session`.
+    Allowed(&'static str),
+    /// `policy`, `user`, `timeout`, `cancelled`, `expired`.
+    Denied(&'static str),
+}
+
+type Outcome = Option<(String, Option<String>)>; // (state, decision) once settled
+
+#[derive(Default)]
+struct Inner {
+    waiters: HashMap<String, watch::Sender<Outcome>>,
+    /// (session, rule) -> approval id of the request in flight.
+    inflight: HashMap<(String, String), (String, watch::Receiver<Outcome>)>,
+    /// cache key -> expiry
+    session_allows: HashMap<String, Instant>,
+}
+
+#[derive(Clone)]
+pub struct Approvals {
+    store: Store,
+    events: EventLog,
+    node_id: String,
+    timeout: Duration,
+    inner: Arc<Mutex<Inner>>,
+}
+
+fn cache_key(a: &ApprovalScope<'_>, rule: &str) -> String {
+    format!(
+        "{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
+        a.scope.tenant(),
+        a.scope.principal(),
+        a.session_id,
+        a.core_fingerprint,
+        rule
+    )
+}
+
+impl Approvals {
+    pub fn new(store: Store, events: EventLog, node_id: String, timeout: Duration) -> Self {
+        Self {
+            store,
+            events,
+            node_id,
+            timeout,
+            inner: Arc::default(),
+        }
+    }
+
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Ask for approval of a `prompt`-policy request and wait for the answer.
+    pub async fn request(
+        &self,
+        a: &ApprovalScope<'_>,
+        req: ApprovalRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Verdict> {
+        let key = cache_key(a, &req.rule);
+        if req.session_cacheable {
+            let mut inner = self.inner();
+            match inner.session_allows.get(&key) {
+                Some(exp) if *exp > Instant::now() => return Ok(Verdict::Allowed("session_cache")),
+                Some(_) => {
+                    inner.session_allows.remove(&key);
+                }
+                None => {}
+            }
+        }
+        // Share an identical request already waiting in this session.
+        let flight_key = (
+            a.session_id.to_owned(),
+            format!("{}\u{1f}{}", a.core_fingerprint, req.rule),
+        );
+        let joined = self
+            .inner()
+            .inflight
+            .get(&flight_key)
+            .map(|(id, rx)| (id.clone(), rx.clone()));
+        let (id, rx, owner) = match joined {
+            Some((id, rx)) => (id, rx, false),
+            None => {
+                let id = uuid::Uuid::now_v7().to_string();
+                let (tx, rx) = watch::channel(None);
+                {
+                    let mut inner = self.inner();
+                    inner.waiters.insert(id.clone(), tx);
+                    inner
+                        .inflight
+                        .insert(flight_key.clone(), (id.clone(), rx.clone()));
+                }
+                if let Err(e) = self.open(a, &id, &req).await {
+                    self.forget(&id, &flight_key);
+                    return Err(e);
+                }
+                (id, rx, true)
+            }
+        };
+        let verdict = self.wait(&id, rx, cancel, owner).await;
+        if owner {
+            self.forget(&id, &flight_key);
+        }
+        let verdict = verdict?;
+        if verdict == Verdict::Allowed("allow_session") && req.session_cacheable {
+            self.inner()
+                .session_allows
+                .insert(key, Instant::now() + SESSION_ALLOW_TTL);
+        }
+        Ok(verdict)
+    }
+
+    fn forget(&self, id: &str, flight_key: &(String, String)) {
+        let mut inner = self.inner();
+        inner.waiters.remove(id);
+        if inner.inflight.get(flight_key).is_some_and(|(i, _)| i == id) {
+            inner.inflight.remove(flight_key);
+        }
+    }
+
+    async fn open(&self, a: &ApprovalScope<'_>, id: &str, req: &ApprovalRequest) -> Result<()> {
+        let expires_at = crate::time::now_ms() + self.timeout.as_millis() as i64;
+        let preview = req.preview.to_string();
+        self.store
+            .insert_approval(&NewApproval {
+                id: id.to_owned(),
+                tenant: a.scope.tenant().to_string(),
+                principal: a.scope.principal().to_string(),
+                session_id: a.session_id.to_owned(),
+                turn_id: a.turn_id.to_owned(),
+                node_id: self.node_id.clone(),
+                tool: req.tool.clone(),
+                risk: req.risk.to_owned(),
+                rule: req.rule.clone(),
+                reason: req.reason.clone(),
+                preview,
+                fingerprint: crate::redact::redactor::fingerprint(&req.rule),
+                session_cacheable: req.session_cacheable,
+                expires_at,
+            })
+            .await?;
+        let choices: Vec<&str> = if req.session_cacheable {
+            vec!["allow_once", "allow_session", "deny"]
+        } else {
+            vec!["allow_once", "deny"]
+        };
+        self.events
+            .append(
+                a.session_id,
+                Some(a.turn_id),
+                "approval.requested",
+                json!({"approval_id": id, "tool": req.tool, "risk": req.risk, "rule": req.rule,
+                    "reason": req.reason, "preview": req.preview, "choices": choices,
+                    "expires_at": crate::time::rfc3339(expires_at)}),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn wait(
+        &self,
+        id: &str,
+        mut rx: watch::Receiver<Outcome>,
+        cancel: &CancellationToken,
+        owner: bool,
+    ) -> Result<Verdict> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        loop {
+            if let Some((state, decision)) = rx.borrow().clone() {
+                return Ok(verdict_of(&state, decision.as_deref()));
+            }
+            tokio::select! {
+                changed = rx.changed() => {
+                    if changed.is_err() {
+                        // The owner went away; read the record.
+                        if let Some((state, decision)) = self.store.approval_state(id).await? {
+                            if state != "pending" {
+                                return Ok(verdict_of(&state, decision.as_deref()));
+                            }
+                        }
+                        return Ok(Verdict::Denied("cancelled"));
+                    }
+                }
+                _ = tokio::time::sleep(POLL_EVERY) => {
+                    if let Some((state, decision)) = self.store.approval_state(id).await? {
+                        if state != "pending" {
+                            self.publish(id, &state, decision.as_deref());
+                            return Ok(verdict_of(&state, decision.as_deref()));
+                        }
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline), if owner => {
+                    return self.expire(id, "timeout").await;
+                }
+                _ = cancel.cancelled(), if owner => {
+                    return self.expire(id, "cancelled").await;
+                }
+            }
+        }
+    }
+
+    /// Close a pending approval without a human decision: always a deny.
+    async fn expire(&self, id: &str, why: &'static str) -> Result<Verdict> {
+        if self.store.settle_approval(id, "expired", None).await? {
+            self.publish(id, "expired", None);
+            self.resolved_event(id, "deny", why).await;
+            return Ok(Verdict::Denied(why));
+        }
+        // Someone decided at the same moment; honour what was recorded.
+        match self.store.approval_state(id).await? {
+            Some((state, decision)) => Ok(verdict_of(&state, decision.as_deref())),
+            None => Ok(Verdict::Denied(why)),
+        }
+    }
+
+    fn publish(&self, id: &str, state: &str, decision: Option<&str>) {
+        if let Some(tx) = self.inner().waiters.get(id) {
+            let _ = tx.send(Some((state.to_owned(), decision.map(str::to_owned))));
+        }
+    }
+
+    async fn resolved_event(&self, id: &str, decision: &str, reason: &str) {
+        let Ok(Some(row)) = self.store.approval_brief(id).await else {
+            return;
+        };
+        if let Err(e) = self
+            .events
+            .append(
+                &row.0,
+                Some(&row.1),
+                "approval.resolved",
+                json!({"approval_id": id, "decision": decision, "reason": reason, "tool": row.2}),
+            )
+            .await
+        {
+            tracing::error!(error = %e, "could not record approval.resolved");
+        }
+    }
+
+    /// A decision from the approval's owner (REST or WebSocket).
+    pub async fn decide(
+        &self,
+        scope: &PrincipalScope,
+        id: &str,
+        decision: Decision,
+    ) -> Result<ApprovalRow> {
+        let row = self
+            .store
+            .get_approval(scope.tenant(), scope.principal(), id)
+            .await?
+            .ok_or(Error::NotFound)?;
+        if row.state != "pending" {
+            return Err(Error::Conflict(format!(
+                "approval is already {}",
+                row.state
+            )));
+        }
+        if decision == Decision::AllowSession && !row.session_cacheable {
+            return Err(Error::Invalid(
+                "this request cannot be allowed for the session; use allow_once".into(),
+            ));
+        }
+        let state = if decision == Decision::Deny {
+            "denied"
+        } else {
+            "allowed"
+        };
+        if !self
+            .store
+            .settle_approval(id, state, Some(decision.as_str()))
+            .await?
+        {
+            return Err(Error::Conflict("approval was settled meanwhile".into()));
+        }
+        self.publish(id, state, Some(decision.as_str()));
+        self.resolved_event(id, decision.as_str(), "user").await;
+        self.store
+            .get_approval(scope.tenant(), scope.principal(), id)
+            .await?
+            .ok_or(Error::NotFound)
+    }
+
+    /// At start-up: pending records of this node can never be answered; deny them.
+    pub async fn expire_after_restart(&self) -> anyhow::Result<usize> {
+        let (rows, _clarifications) = self.store.expire_pending_of_node(&self.node_id).await?;
+        for r in &rows {
+            self.events
+                .append(
+                    &r.session_id,
+                    Some(&r.turn_id),
+                    "approval.resolved",
+                    json!({"approval_id": r.id, "decision": "deny", "reason": "expired", "tool": r.tool}),
+                )
+                .await?;
+        }
+        Ok(rows.len())
+    }
+
+    /// Forget every cached `allow_session` of a session (revocation).
+    pub fn revoke_session(&self, session_id: &str) {
+        let marker = format!("\u{1f}{session_id}\u{1f}");
+        self.inner()
+            .session_allows
+            .retain(|k, _| !k.contains(&marker));
+    }
+}
+
+fn verdict_of(state: &str, decision: Option<&str>) -> Verdict {
+    match (state, decision) {
+        ("allowed", Some("allow_session")) => Verdict::Allowed("allow_session"),
+        ("allowed", _) => Verdict::Allowed("allow_once"),
+        ("denied", _) => Verdict::Denied("user"),
+        _ => Verdict::Denied("expired"),
+    }
+}

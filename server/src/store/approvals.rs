@@ -1,0 +1,337 @@
+//! Approval and clarification records. State moves out of `pending` exactly
+//! once (conditional UPDATE), so a decision races safely with a timeout, a
+//! restart or a decision on another node.
+
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::Store;
+use crate::ids::{PrincipalId, TenantId};
+use crate::time::now_ms;
+
+#[derive(Debug, Clone)]
+pub struct NewApproval {
+    pub id: String,
+    pub tenant: String,
+    pub principal: String,
+    pub session_id: String,
+    pub turn_id: String,
+    pub node_id: String,
+    pub tool: String,
+    pub risk: String,
+    pub rule: String,
+    pub reason: String,
+    pub preview: String,
+    pub fingerprint: String,
+    pub session_cacheable: bool,
+    pub expires_at: i64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ApprovalRow {
+    pub id: String,
+    pub session_id: String,
+    pub turn_id: String,
+    pub tool: String,
+    pub risk: String,
+    pub rule: String,
+    pub reason: String,
+    pub preview: String,
+    pub state: String,
+    pub decision: Option<String>,
+    pub session_cacheable: bool,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub decided_at: Option<i64>,
+}
+
+const APPROVAL_COLUMNS: &str =
+    "id, session_id, turn_id, tool, risk, rule, reason, preview, state, decision, \
+     session_cacheable, created_at, expires_at, decided_at";
+
+fn decode_approval(r: &AnyRow) -> Result<ApprovalRow, sqlx::Error> {
+    Ok(ApprovalRow {
+        id: r.try_get("id")?,
+        session_id: r.try_get("session_id")?,
+        turn_id: r.try_get("turn_id")?,
+        tool: r.try_get("tool")?,
+        risk: r.try_get("risk")?,
+        rule: r.try_get("rule")?,
+        reason: r.try_get("reason")?,
+        preview: r.try_get("preview")?,
+        state: r.try_get("state")?,
+        decision: r.try_get("decision")?,
+        session_cacheable: r.try_get::<i64, _>("session_cacheable")? != 0,
+        created_at: r.try_get("created_at")?,
+        expires_at: r.try_get("expires_at")?,
+        decided_at: r.try_get("decided_at")?,
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct NewClarification {
+    pub id: String,
+    pub tenant: String,
+    pub principal: String,
+    pub session_id: String,
+    pub turn_id: String,
+    pub node_id: String,
+    pub question: String,
+    pub choices: String,
+    pub expires_at: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct ClarificationRow {
+    pub id: String,
+    pub session_id: String,
+    pub turn_id: String,
+    pub state: String,
+    pub answer: Option<String>,
+}
+
+impl Store {
+    pub async fn insert_approval(&self, a: &NewApproval) -> Result<(), sqlx::Error> {
+        let _gate = self.write_gate().await;
+        sqlx::query(
+            "INSERT INTO approvals (id, tenant_id, principal_id, session_id, turn_id, node_id, tool, risk, rule, reason, \
+             preview, fingerprint, session_cacheable, state, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'pending', $14, $15)",
+        )
+        .bind(&a.id)
+        .bind(&a.tenant)
+        .bind(&a.principal)
+        .bind(&a.session_id)
+        .bind(&a.turn_id)
+        .bind(&a.node_id)
+        .bind(&a.tool)
+        .bind(&a.risk)
+        .bind(&a.rule)
+        .bind(&a.reason)
+        .bind(&a.preview)
+        .bind(&a.fingerprint)
+        .bind(i64::from(a.session_cacheable))
+        .bind(now_ms())
+        .bind(a.expires_at)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Settle a pending approval. `None` decision means expired. Returns false
+    /// if it was no longer pending.
+    pub async fn settle_approval(
+        &self,
+        id: &str,
+        state: &str,
+        decision: Option<&str>,
+    ) -> Result<bool, sqlx::Error> {
+        let _gate = self.write_gate().await;
+        let res = sqlx::query(
+            "UPDATE approvals SET state = $1, decision = $2, decided_at = $3 WHERE id = $4 AND state = 'pending'",
+        )
+        .bind(state)
+        .bind(decision)
+        .bind(now_ms())
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(res.rows_affected() == 1)
+    }
+
+    /// An approval of this owner (the principal who started the turn).
+    pub async fn get_approval(
+        &self,
+        tenant: &TenantId,
+        principal: &PrincipalId,
+        id: &str,
+    ) -> Result<Option<ApprovalRow>, sqlx::Error> {
+        let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = $1 AND tenant_id = $2 AND principal_id = $3");
+        sqlx::query(&sql)
+            .bind(id)
+            .bind(tenant.as_str())
+            .bind(principal.as_str())
+            .fetch_optional(self.pool())
+            .await?
+            .as_ref()
+            .map(decode_approval)
+            .transpose()
+    }
+
+    /// Current state of an approval by id (for a waiter polling across nodes).
+    pub async fn approval_state(
+        &self,
+        id: &str,
+    ) -> Result<Option<(String, Option<String>)>, sqlx::Error> {
+        let row = sqlx::query("SELECT state, decision FROM approvals WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|r| Ok((r.try_get("state")?, r.try_get("decision")?)))
+            .transpose()
+    }
+
+    /// (session, turn, tool) of an approval, for its `approval.resolved` event.
+    pub async fn approval_brief(
+        &self,
+        id: &str,
+    ) -> Result<Option<(String, String, String)>, sqlx::Error> {
+        let row = sqlx::query("SELECT session_id, turn_id, tool FROM approvals WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+            .transpose()
+    }
+
+    pub async fn list_approvals(
+        &self,
+        tenant: &TenantId,
+        principal: &PrincipalId,
+        state: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<ApprovalRow>, sqlx::Error> {
+        let rows = match state {
+            Some(st) => {
+                let sql = format!(
+                    "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE tenant_id = $1 AND principal_id = $2 AND state = $3 \
+                     ORDER BY created_at DESC LIMIT $4"
+                );
+                sqlx::query(&sql)
+                    .bind(tenant.as_str())
+                    .bind(principal.as_str())
+                    .bind(st)
+                    .bind(i64::from(limit))
+                    .fetch_all(self.pool())
+                    .await?
+            }
+            None => {
+                let sql = format!(
+                    "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE tenant_id = $1 AND principal_id = $2 \
+                     ORDER BY created_at DESC LIMIT $3"
+                );
+                sqlx::query(&sql)
+                    .bind(tenant.as_str())
+                    .bind(principal.as_str())
+                    .bind(i64::from(limit))
+                    .fetch_all(self.pool())
+                    .await?
+            }
+        };
+        rows.iter().map(decode_approval).collect()
+    }
+
+    /// After a restart nobody waits on this node's pending records: expire
+    /// them (an expired approval is a deny, never an allow).
+    pub async fn expire_pending_of_node(
+        &self,
+        node_id: &str,
+    ) -> Result<(Vec<ApprovalRow>, u64), sqlx::Error> {
+        let _gate = self.write_gate().await;
+        let sql = format!(
+            "UPDATE approvals SET state = 'expired', decided_at = $1 WHERE node_id = $2 AND state = 'pending' \
+             RETURNING {APPROVAL_COLUMNS}"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(now_ms())
+            .bind(node_id)
+            .fetch_all(self.pool())
+            .await?;
+        let approvals = rows
+            .iter()
+            .map(decode_approval)
+            .collect::<Result<Vec<_>, _>>()?;
+        let res = sqlx::query(
+            "UPDATE clarifications SET state = 'expired', answered_at = $1 WHERE node_id = $2 AND state = 'pending'",
+        )
+        .bind(now_ms())
+        .bind(node_id)
+        .execute(self.pool())
+        .await?;
+        Ok((approvals, res.rows_affected()))
+    }
+
+    pub async fn insert_clarification(&self, c: &NewClarification) -> Result<(), sqlx::Error> {
+        let _gate = self.write_gate().await;
+        sqlx::query(
+            "INSERT INTO clarifications (id, tenant_id, principal_id, session_id, turn_id, node_id, question, choices, \
+             state, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10)",
+        )
+        .bind(&c.id)
+        .bind(&c.tenant)
+        .bind(&c.principal)
+        .bind(&c.session_id)
+        .bind(&c.turn_id)
+        .bind(&c.node_id)
+        .bind(&c.question)
+        .bind(&c.choices)
+        .bind(now_ms())
+        .bind(c.expires_at)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Answer (or expire, with `None`) a pending clarification; false if not pending.
+    pub async fn settle_clarification(
+        &self,
+        id: &str,
+        answer: Option<&str>,
+    ) -> Result<bool, sqlx::Error> {
+        let _gate = self.write_gate().await;
+        let state = if answer.is_some() {
+            "answered"
+        } else {
+            "expired"
+        };
+        let res = sqlx::query(
+            "UPDATE clarifications SET state = $1, answer = $2, answered_at = $3 WHERE id = $4 AND state = 'pending'",
+        )
+        .bind(state)
+        .bind(answer)
+        .bind(now_ms())
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(res.rows_affected() == 1)
+    }
+
+    pub async fn get_clarification(
+        &self,
+        tenant: &TenantId,
+        principal: &PrincipalId,
+        id: &str,
+    ) -> Result<Option<ClarificationRow>, sqlx::Error> {
+        sqlx::query(
+            "SELECT id, session_id, turn_id, state, answer FROM clarifications \
+             WHERE id = $1 AND tenant_id = $2 AND principal_id = $3",
+        )
+        .bind(id)
+        .bind(tenant.as_str())
+        .bind(principal.as_str())
+        .fetch_optional(self.pool())
+        .await?
+        .map(|r| {
+            Ok(ClarificationRow {
+                id: r.try_get("id")?,
+                session_id: r.try_get("session_id")?,
+                turn_id: r.try_get("turn_id")?,
+                state: r.try_get("state")?,
+                answer: r.try_get("answer")?,
+            })
+        })
+        .transpose()
+    }
+
+    pub async fn clarification_state(
+        &self,
+        id: &str,
+    ) -> Result<Option<(String, Option<String>)>, sqlx::Error> {
+        let row = sqlx::query("SELECT state, answer FROM clarifications WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|r| Ok((r.try_get("state")?, r.try_get("answer")?)))
+            .transpose()
+    }
+}

@@ -1,0 +1,291 @@
+//! `search_files`: find files by name and/or lines by substring under a
+//! workspace folder, skipping sensitive files unless asked (with approval)
+//! and never following a symlink out of the workspace.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::files::{approve_read, path_error, shown};
+use super::{arg_bool, arg_i64, arg_str};
+use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
+use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::workspace::{self, Access, Sensitivity};
+
+const DEFAULT_RESULTS: i64 = 50;
+const MAX_RESULTS: i64 = 200;
+/// Characters of each file scanned for content matches.
+const SCAN_CHARS: usize = 200_000;
+/// Entries visited at most, so a huge tree cannot stall a turn.
+const MAX_ENTRIES: usize = 50_000;
+/// Characters of a matching line shown.
+const LINE_CHARS: usize = 300;
+
+/// Shell-style `fnmatch`: `*`, `?`, `[abc]`, `[!abc]`, `[a-z]`.
+pub fn fnmatch(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    fn go(p: &[char], n: &[char]) -> bool {
+        match p.first() {
+            None => n.is_empty(),
+            Some('*') => (0..=n.len()).any(|i| go(&p[1..], &n[i..])),
+            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
+            Some('[') => {
+                let Some(close) = p.iter().skip(2).position(|c| *c == ']').map(|i| i + 2) else {
+                    return n.first() == Some(&'[') && go(&p[1..], &n[1..]);
+                };
+                let Some(c) = n.first() else { return false };
+                let set = &p[1..close];
+                let (negate, set) = match set.first() {
+                    Some('!') => (true, &set[1..]),
+                    _ => (false, set),
+                };
+                let mut hit = false;
+                let mut i = 0;
+                while i < set.len() {
+                    if i + 2 < set.len() && set[i + 1] == '-' {
+                        hit |= set[i] <= *c && *c <= set[i + 2];
+                        i += 3;
+                    } else {
+                        hit |= set[i] == *c;
+                        i += 1;
+                    }
+                }
+                hit != negate && go(&p[close + 1..], &n[1..])
+            }
+            Some(ch) => n.first() == Some(ch) && go(&p[1..], &n[1..]),
+        }
+    }
+    // Patterns are short; bound the backtracking on pathological ones.
+    if p.len() > 256 {
+        return false;
+    }
+    go(&p, &n)
+}
+
+struct Walk {
+    files: Vec<(PathBuf, bool)>,
+    saw_sensitive: bool,
+}
+
+/// Every entry under `root` in path order, without following links out of `ws`.
+fn walk(ws: &Path, root: &Path, include_sensitive: bool) -> Walk {
+    let mut out = Walk {
+        files: Vec::new(),
+        saw_sensitive: false,
+    };
+    let mut stack = vec![root.to_path_buf()];
+    let mut visited = 0usize;
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        let mut subdirs = Vec::new();
+        for p in entries {
+            visited += 1;
+            if visited > MAX_ENTRIES {
+                return out;
+            }
+            let rel = p.strip_prefix(ws).unwrap_or(&p);
+            if !matches!(
+                workspace::is_sensitive(rel, Access::Read),
+                Sensitivity::None
+            ) {
+                out.saw_sensitive = true;
+                if !include_sensitive {
+                    continue;
+                }
+            }
+            let Ok(meta) = std::fs::symlink_metadata(&p) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                // Follow only links that stay inside the workspace.
+                match std::fs::canonicalize(&p) {
+                    Ok(target) if target.starts_with(ws) && target.is_file() => {
+                        out.files.push((p, false))
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            if meta.is_dir() {
+                out.files.push((p.clone(), true));
+                subdirs.push(p);
+            } else if meta.is_file() {
+                out.files.push((p, false));
+            }
+        }
+        // Reverse so the stack pops in sorted order.
+        stack.extend(subdirs.into_iter().rev());
+    }
+    out
+}
+
+pub async fn search_files(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
+    let target = arg_str(args, "target").unwrap_or("content").to_owned();
+    if !["content", "name", "both"].contains(&target.as_str()) {
+        return ToolOutcome::error(
+            ToolStatus::Invalid,
+            format!("target must be content, name or both, not {target:?}"),
+        );
+    }
+    let query = arg_str(args, "query").unwrap_or_default().to_owned();
+    if query.is_empty() && target != "name" {
+        return ToolOutcome::error(ToolStatus::Invalid, "query is required for content search");
+    }
+    let pattern = arg_str(args, "pattern").unwrap_or("*").to_owned();
+    let case_sensitive = arg_bool(args, "case_sensitive").unwrap_or(true);
+    let include_sensitive = arg_bool(args, "include_sensitive").unwrap_or(false);
+    let max = match arg_i64(args, "max_results") {
+        Some(n) if n > 0 => n.min(MAX_RESULTS),
+        _ => DEFAULT_RESULTS,
+    } as usize;
+    let raw = arg_str(args, "path").unwrap_or(".");
+    let r = match workspace::resolve(env.workspace(), raw, Access::Read) {
+        Ok(r) => r,
+        Err(e) => return path_error(e),
+    };
+    if let Some(denied) = approve_read(env, &r).await {
+        return denied;
+    }
+    if !r.exists {
+        return ToolOutcome::error(
+            ToolStatus::Failed,
+            format!("path does not exist: {}", shown(&r)),
+        );
+    }
+    let ws = env.workspace().to_path_buf();
+    let root = r.abs.clone();
+    let base = if r.inside { ws.clone() } else { root.clone() };
+    let walked = if root.is_file() {
+        Walk {
+            files: vec![(root.clone(), false)],
+            saw_sensitive: false,
+        }
+    } else {
+        let (ws2, root2) = (ws.clone(), root.clone());
+        match tokio::task::spawn_blocking(move || walk(&ws2, &root2, include_sensitive)).await {
+            Ok(w) => w,
+            Err(_) => return ToolOutcome::error(ToolStatus::Failed, "search failed"),
+        }
+    };
+    if include_sensitive && walked.saw_sensitive {
+        let preview = json!({"path": shown(&r), "include_sensitive": true});
+        let why = "search includes sensitive files".to_owned();
+        if let Some(denied) = env
+            .approve(
+                Policy::Prompt,
+                Risk::High,
+                "search_sensitive",
+                &shown(&r),
+                why,
+                preview,
+                true,
+            )
+            .await
+        {
+            return denied;
+        }
+    }
+    let needle = if case_sensitive {
+        query.clone()
+    } else {
+        query.to_lowercase()
+    };
+    let result = tokio::task::spawn_blocking(move || {
+        let mut lines = Vec::new();
+        let mut matches = Vec::new();
+        'files: for (path, is_dir) in walked.files {
+            let rel = path
+                .strip_prefix(&base)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if !(fnmatch(&pattern, &rel) || fnmatch(&pattern, &name)) {
+                continue;
+            }
+            if target != "content" && (query.is_empty() || rel.contains(&query)) {
+                lines.push(rel.clone());
+                matches.push(json!({"type": "name", "path": rel, "is_dir": is_dir}));
+                if matches.len() >= max {
+                    break;
+                }
+            }
+            if target == "name" || is_dir {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            if bytes.contains(&0) {
+                continue; // binary
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            let text: String = text.chars().take(SCAN_CHARS).collect();
+            for (i, line) in text.lines().enumerate() {
+                let hay = if case_sensitive {
+                    line.to_owned()
+                } else {
+                    line.to_lowercase()
+                };
+                if hay.contains(&needle) {
+                    let shown_line: String = line.chars().take(LINE_CHARS).collect();
+                    lines.push(format!("{rel}:{}: {shown_line}", i + 1));
+                    matches.push(
+                        json!({"type": "content", "path": rel, "line": i + 1, "text": shown_line}),
+                    );
+                    if matches.len() >= max {
+                        break 'files;
+                    }
+                }
+            }
+        }
+        (lines, matches)
+    })
+    .await;
+    let Ok((lines, matches)) = result else {
+        return ToolOutcome::error(ToolStatus::Failed, "search failed");
+    };
+    let truncated = matches.len() >= max;
+    let content = if lines.is_empty() {
+        "(no matches)".to_owned()
+    } else {
+        lines.join("\n")
+    };
+    ToolOutcome::ok_text(content, json!({"matches": matches, "truncated": truncated}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fnmatch;
+
+    #[test]
+    fn fnmatch_cases() {
+        for (p, n, want) in [
+            ("*", "anything", true),
+            ("*", "", true),
+            ("*.rs", "main.rs", true),
+            ("*.rs", "main.rs.bak", false),
+            ("src/*.rs", "src/a.rs", true),
+            ("?.txt", "a.txt", true),
+            ("?.txt", "ab.txt", false),
+            ("[abc].md", "b.md", true),
+            ("[!abc].md", "b.md", false),
+            ("[a-c]x", "bx", true),
+            ("[a-c]x", "dx", false),
+            ("test_*", "test_x.py", true),
+            ("[", "[", true),
+            ("a*b*c", "aXXbYYc", true),
+            ("a*b*c", "aXXbYY", false),
+        ] {
+            assert_eq!(fnmatch(p, n), want, "{p} ~ {n}");
+        }
+    }
+}
