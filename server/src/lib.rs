@@ -30,6 +30,7 @@ pub mod core;
 pub mod dispatch;
 pub mod error;
 pub mod events;
+pub mod exec;
 pub mod ids;
 pub mod metrics;
 pub mod policy;

@@ -69,7 +69,12 @@ impl Application {
             node_id.clone(),
             config.clarify_timeout,
         );
-        let dispatcher = Dispatcher::new(approvals.clone(), clarifications, events.clone());
+        let dispatcher = Dispatcher::new(
+            approvals.clone(),
+            clarifications,
+            events.clone(),
+            &config.home,
+        );
         let turns = TurnService::new(
             store.clone(),
             events.clone(),

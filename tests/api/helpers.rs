@@ -500,6 +500,17 @@ impl StandIn {
             .push_back((status, body, delay));
     }
 
+    /// Wait (up to 10 s) until at least `n` requests have arrived.
+    pub async fn wait_requests(&self, n: usize) {
+        for _ in 0..1000 {
+            if self.requests().len() >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the stand-in never received {n} requests");
+    }
+
     pub fn requests(&self) -> Vec<(Option<String>, Value)> {
         self.state.requests.lock().unwrap().clone()
     }

@@ -10,4 +10,5 @@ mod openai;
 mod operations;
 mod sessions;
 mod streams;
+mod terminal;
 mod turns;

@@ -162,6 +162,8 @@ async fn a_second_turn_while_one_runs_is_409_and_cancel_is_idempotent() {
         let tid = app
             .start_turn(&tok, &sid, json!({"input": "take your time"}))
             .await;
+        // The slow reply must be taken by this turn's request, not the next one's.
+        standin.wait_requests(1).await;
         let (st, b) = app
             .post(
                 &tok,
@@ -209,7 +211,7 @@ async fn a_turn_left_running_by_a_crash_is_marked_lost_not_replayed() {
         let tok = app.token("default", "alice");
         let sid = app.create_session(&tok).await;
         let tid = app.start_turn(&tok, &sid, json!({"input": "long"})).await;
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        standin.wait_requests(1).await;
         let app = app.restart_after_crash().await;
         let turn = app.wait_turn(&tok, &sid, &tid).await;
         assert_eq!(turn["status"], "failed", "{backend:?}");

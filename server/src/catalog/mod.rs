@@ -62,6 +62,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "write_file",
     "patch",
     "search_files",
+    "terminal",
     "todo",
     "clarify",
     "tools_list",
@@ -103,6 +104,8 @@ pub struct CatalogInput {
 #[derive(Debug, Clone)]
 pub struct ResolvedCatalog {
     entries: Vec<ResolvedEntry>,
+    /// Provider definitions, built once with the catalog.
+    definitions: Vec<Value>,
     /// Declared but not callable here (no adapter yet), for `tools_list`.
     unavailable: Vec<String>,
     grants: CapabilityGrants,
@@ -156,8 +159,16 @@ impl ResolvedCatalog {
                 display_policy: meta.display_policy,
             });
         }
+        let definitions = entries
+            .iter()
+            .map(|e| {
+                json!({"type": "function", "function": {
+                    "name": e.name, "description": e.description, "parameters": e.input_schema}})
+            })
+            .collect();
         Self {
             entries,
+            definitions,
             unavailable,
             grants: input.grants.clone(),
             core_id: input.core_id.clone(),
@@ -182,14 +193,8 @@ impl ResolvedCatalog {
     }
 
     /// Provider tool definitions (OpenAI function-tool shape).
-    pub fn definitions(&self) -> Vec<Value> {
-        self.entries
-            .iter()
-            .map(|e| {
-                json!({"type": "function", "function": {
-                    "name": e.name, "description": e.description, "parameters": e.input_schema}})
-            })
-            .collect()
+    pub fn definitions(&self) -> &[Value] {
+        &self.definitions
     }
 
     /// The full view (`GET /v1/sessions/{id}/tools`): effective metadata too.

@@ -107,6 +107,7 @@ pub struct CallContext {
 /// What an adapter sees: its call context, its catalog entry and the host.
 pub struct ToolEnv<'a> {
     pub ctx: &'a CallContext,
+    pub call_id: &'a str,
     pub entry: &'a ResolvedEntry,
     pub catalog: &'a ResolvedCatalog,
     host: &'a Dispatcher,
@@ -193,6 +194,37 @@ impl ToolEnv<'_> {
         }
     }
 
+    /// The host's home folder (runtime state, artifacts).
+    pub fn home(&self) -> &Path {
+        &self.host.home
+    }
+
+    /// Best-effort live output of this call as `tool.output` events. Chunks
+    /// must already be free of bound secrets; they are redacted again here.
+    pub fn output_sink(&self) -> tokio::sync::mpsc::Sender<(&'static str, String)> {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<(&'static str, String)>(OUTPUT_QUEUE);
+        let events = self.host.events.clone();
+        let (sid, tid, call) = (
+            self.ctx.session_id.clone(),
+            self.ctx.turn_id.clone(),
+            self.call_id.to_owned(),
+        );
+        tokio::spawn(async move {
+            while let Some((stream, text)) = rx.recv().await {
+                let text = SecretRedactor::new().redact_str_for(&text, View::Event);
+                let data = json!({"call_id": call, "stream": stream, "text": text});
+                if events
+                    .append(&sid, Some(&tid), "tool.output", data)
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+        tx
+    }
+
     pub async fn clarify(
         &self,
         question: &str,
@@ -213,7 +245,17 @@ impl ToolEnv<'_> {
 }
 
 /// Tools whose adapters resolve approval themselves (they know the target).
-const HANDLER_APPROVAL: &[&str] = &["read_file", "write_file", "patch", "search_files"];
+const HANDLER_APPROVAL: &[&str] = &[
+    "read_file",
+    "write_file",
+    "patch",
+    "search_files",
+    "terminal",
+];
+
+/// Live output chunks queued per call; beyond this they are dropped from the
+/// live view (the artifact keeps everything).
+const OUTPUT_QUEUE: usize = 256;
 
 /// Argument previews in approval requests stay this short.
 const PREVIEW_CHARS: usize = 2_000;
@@ -223,6 +265,7 @@ pub struct Dispatcher {
     pub approvals: Approvals,
     pub clarifications: Clarifications,
     events: EventLog,
+    home: PathBuf,
 }
 
 /// What the turn loop gets back: the model view of the result.
@@ -236,11 +279,13 @@ impl Dispatcher {
         approvals: Approvals,
         clarifications: Clarifications,
         events: EventLog,
+        home: &Path,
     ) -> Arc<Self> {
         Arc::new(Self {
             approvals,
             clarifications,
             events,
+            home: home.to_path_buf(),
         })
     }
 
@@ -249,6 +294,7 @@ impl Dispatcher {
         &self,
         ctx: &CallContext,
         catalog: &ResolvedCatalog,
+        call_id: &str,
         name: &str,
         args: &Value,
     ) -> ToolOutcome {
@@ -274,6 +320,7 @@ impl Dispatcher {
         }
         let env = ToolEnv {
             ctx,
+            call_id,
             entry,
             catalog,
             host: self,
@@ -322,7 +369,7 @@ impl Dispatcher {
                 json!({"call_id": call_id, "tool": name, "arguments": args_view}),
             )
             .await?;
-        let outcome = self.dispatch(ctx, catalog, name, args).await;
+        let outcome = self.dispatch(ctx, catalog, call_id, name, args).await;
         let raw = json!({"content": outcome.content, "data": outcome.data});
         let (status, views) = match redactor.try_views(&raw) {
             Ok(v) => (outcome.status, v),

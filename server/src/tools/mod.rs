@@ -5,6 +5,7 @@
 pub mod clarify;
 pub mod files;
 pub mod search;
+pub mod terminal;
 pub mod todo;
 
 use serde_json::Value;
@@ -18,6 +19,7 @@ pub async fn run_builtin(env: &ToolEnv<'_>, name: &str, args: &Value) -> ToolOut
         "write_file" => files::write_file(env, args).await,
         "patch" => files::patch(env, args).await,
         "search_files" => search::search_files(env, args).await,
+        "terminal" => terminal::terminal(env, args).await,
         "todo" => todo::todo(env, args).await,
         "clarify" => clarify::clarify(env, args).await,
         "tools_list" => ToolOutcome::ok_json(env.catalog.tools_list_view()),

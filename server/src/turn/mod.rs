@@ -97,6 +97,8 @@ struct TurnContext {
     session: SessionRow,
     turn_id: TurnId,
     input: String,
+    /// The input with secrets replaced, as records and history keep it.
+    shown_input: String,
     mode: Mode,
 }
 
@@ -272,6 +274,7 @@ impl TurnService {
             session,
             turn_id,
             input,
+            shown_input,
             mode,
         };
         let this = self.clone();
@@ -448,7 +451,8 @@ impl TurnService {
             h
         };
         history.push(json!({"role": "user", "content": ctx.input}));
-        new_messages.push(json!({"role": "user", "content": SecretRedactor::new().redact_str_for(&ctx.input, View::Model)}));
+        // Stored history keeps the input as recorded at turn start (redacted).
+        new_messages.push(json!({"role": "user", "content": ctx.shown_input}));
         let tools = catalog.definitions();
         let max_steps = inner.max_steps.min(core.max_model_steps);
         for step in 0..max_steps as usize {
@@ -456,7 +460,7 @@ impl TurnService {
             let reply = tokio::select! {
                 r = provider.complete(ModelRequest {
                     messages: &history,
-                    tools: &tools,
+                    tools,
                     script,
                     step,
                     input: &ctx.input,
@@ -464,10 +468,14 @@ impl TurnService {
                 _ = token.cancelled() => return Err(TurnEnd::Cancelled),
             };
             history.push(reply.to_message());
-            new_messages.push(model_view(&reply));
+            let stored = model_view(&reply);
             if let Some(text) = &reply.content {
                 if !text.is_empty() {
-                    let shown = SecretRedactor::new().redact_str_for(text, View::Event);
+                    let shown = stored
+                        .get("content")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
                     inner
                         .events
                         .append(
@@ -480,6 +488,7 @@ impl TurnService {
                         .map_err(ev)?;
                 }
             }
+            new_messages.push(stored);
             if reply.tool_calls.is_empty() {
                 return Ok(reply.content.unwrap_or_default());
             }

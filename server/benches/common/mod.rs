@@ -1,0 +1,143 @@
+//! Helpers shared by the benchmarks: start the release binary on a free
+//! port with a temporary home, issue tokens, open sessions and sockets.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_demiurge");
+
+pub struct Server {
+    pub child: Child,
+    pub addr: String,
+    pub home: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn start(db: Option<&str>, extra: &[(&str, &str)]) -> (Server, Duration) {
+    let home = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--bind", "127.0.0.1:0", "--home"])
+        .arg(home.path())
+        .env("RUST_LOG", "warn")
+        .env("DEMIURGE_RATE_LIMIT_PRINCIPAL", "0")
+        .env("DEMIURGE_RATE_LIMIT_IP", "0")
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if let Some(url) = db {
+        cmd.args(["--database-url", url]);
+    }
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(a) = line.strip_prefix("listening on http://") {
+            break a.to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    // Ready means /readyz answers 200.
+    loop {
+        if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+            use std::io::{Read, Write};
+            let _ = s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let mut buf = String::new();
+            let _ = s.read_to_string(&mut buf);
+            if buf.starts_with("HTTP/1.1 200") {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let took = t0.elapsed();
+    (Server { child, addr, home }, took)
+}
+
+pub fn token(s: &Server, db: Option<&str>, principal: &str) -> String {
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "token",
+        "issue",
+        "--tenant",
+        "default",
+        "--principal",
+        principal,
+        "--ttl",
+        "2h",
+    ])
+    .env("DEMIURGE_HOME", s.home.path())
+    .env_remove("DATABASE_URL");
+    if let Some(url) = db {
+        cmd.env("DATABASE_URL", url);
+    }
+    let out = cmd.output().unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+pub async fn create_session(c: &reqwest::Client, s: &Server, tok: &str) -> String {
+    let r: Value = c
+        .post(format!("http://{}/v1/sessions", s.addr))
+        .bearer_auth(tok)
+        .json(&json!({"title": "bench"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    r["id"].as_str().unwrap().to_owned()
+}
+
+pub type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+pub async fn ws(s: &Server, sid: &str, tok: &str, after: i64) -> Ws {
+    let mut req = format!("ws://{}/v1/sessions/{sid}/stream?after={after}", s.addr)
+        .into_client_request()
+        .unwrap();
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {tok}").parse().unwrap());
+    tokio_tungstenite::connect_async(req).await.unwrap().0
+}
+
+/// CPU seconds (user + system) a process has used.
+pub fn cpu_secs(pid: u32) -> f64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = s.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = f.get(11).and_then(|x| x.parse().ok()).unwrap_or(0.0)
+        + f.get(12).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+    ticks / 100.0
+}
+
+pub fn pct(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+pub fn rss_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}

@@ -1,0 +1,357 @@
+//! `terminal`: one shell command in the session's workspace. The command
+//! guard classifies it first (blocks never reach approval); only literal
+//! read-only commands run without approval; an approval covers exactly one
+//! execution shape (command, cwd, env overlay, mode, timeout). The process
+//! runs in its own group from an allowlisted environment, with bound
+//! secrets injected after approval and scrubbed from every output.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::files::{path_error, shown};
+use super::{arg_bool, arg_i64, arg_str};
+use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
+use crate::exec::{self, ExecSpec, ExitReason, StreamKind};
+use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::command_guard::{self, Decision};
+use crate::policy::workspace::{self, Access};
+
+const DEFAULT_TIMEOUT: i64 = 30;
+const MAX_TIMEOUT: i64 = 120;
+const MAX_BINDINGS: usize = 16;
+/// Exit code reported for a timed-out command, as `timeout(1)` does.
+const TIMEOUT_EXIT: i32 = 124;
+
+fn valid_env_name(k: &str) -> bool {
+    let mut chars = k.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+struct Binding {
+    name: String,
+    target: String,
+    expires: Option<u64>,
+}
+
+fn parse_bindings(args: &Value, timeout: i64) -> Result<Vec<Binding>, String> {
+    let Some(list) = args.get("secret_bindings").and_then(Value::as_array) else {
+        return Ok(Vec::new());
+    };
+    if list.len() > MAX_BINDINGS {
+        return Err(format!("at most {MAX_BINDINGS} secret bindings"));
+    }
+    let mut out: Vec<Binding> = Vec::new();
+    for (i, b) in list.iter().enumerate() {
+        let source = b.get("source").and_then(Value::as_str).unwrap_or_default();
+        let Some(name) = source.strip_prefix("env:").filter(|n| valid_env_name(n)) else {
+            return Err(format!("secret_bindings[{i}].source must be env:<NAME>"));
+        };
+        let target = b
+            .get("target")
+            .and_then(Value::as_str)
+            .unwrap_or(name)
+            .to_owned();
+        if !valid_env_name(&target) {
+            return Err(format!(
+                "secret_bindings[{i}].target {target:?} is not a variable name"
+            ));
+        }
+        if exec::is_reserved_env_target(&target) {
+            return Err(format!(
+                "secret_bindings[{i}].target {target:?} controls execution and cannot be bound"
+            ));
+        }
+        if out.iter().any(|o| o.target == target) {
+            return Err(format!(
+                "secret_bindings[{i}].target {target:?} is bound twice"
+            ));
+        }
+        let expires = match b.get("expires_in_seconds") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_i64() {
+                Some(n) if n >= 1 && n <= timeout => Some(n as u64),
+                _ => {
+                    return Err(format!(
+                        "secret_bindings[{i}].expires_in_seconds must be 1..={timeout}"
+                    ))
+                }
+            },
+        };
+        out.push(Binding {
+            name: name.to_owned(),
+            target,
+            expires,
+        });
+    }
+    Ok(out)
+}
+
+pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
+    let command = arg_str(args, "command")
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    if command.is_empty() {
+        return ToolOutcome::error(ToolStatus::Invalid, "command is required");
+    }
+    let timeout = match arg_i64(args, "timeout_seconds") {
+        Some(t) if t > 0 => t.min(MAX_TIMEOUT),
+        _ => DEFAULT_TIMEOUT,
+    };
+    let background = arg_bool(args, "background").unwrap_or(false);
+    if background {
+        // Background terminal work belongs to the durable task runtime.
+        return ToolOutcome::error(
+            ToolStatus::Invalid,
+            "background=true needs the task runtime, which this host does not run yet; run it in the foreground",
+        );
+    }
+    let mut overlay: Vec<(String, String)> = Vec::new();
+    if let Some(map) = args.get("env").and_then(Value::as_object) {
+        for (k, v) in map {
+            if !valid_env_name(k) {
+                return ToolOutcome::error(
+                    ToolStatus::Invalid,
+                    format!("env key {k:?} is not a variable name"),
+                );
+            }
+            let v = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            overlay.push((k.clone(), v));
+        }
+    }
+    let bindings = match parse_bindings(args, timeout) {
+        Ok(b) => b,
+        Err(e) => return ToolOutcome::error(ToolStatus::Invalid, e),
+    };
+    // Each binding needs its own exact grant; wildcards never bind secrets.
+    for b in &bindings {
+        let cap = format!("secret.bind:{}", b.name);
+        if !env.catalog.grants().allows_exact_default(&cap) {
+            return ToolOutcome::error(
+                ToolStatus::Denied,
+                crate::policy::capabilities::exact_denial_message(&cap),
+            );
+        }
+    }
+    let cwd_raw = arg_str(args, "cwd").unwrap_or(".");
+    let cwd = match workspace::resolve(env.workspace(), cwd_raw, Access::Write) {
+        Ok(r) if r.exists => r,
+        Ok(r) => {
+            return ToolOutcome::error(
+                ToolStatus::Failed,
+                format!("cwd does not exist: {}", shown(&r)),
+            )
+        }
+        Err(e) => return path_error(e),
+    };
+    let verdict = command_guard::classify_in(&command, Some(&cwd.abs));
+    if verdict.decision == Decision::Block {
+        let why = verdict
+            .reason
+            .clone()
+            .unwrap_or_else(|| verdict.rule.clone());
+        return ToolOutcome::error(
+            ToolStatus::Denied,
+            format!("terminal command blocked: {why} ({})", verdict.rule),
+        );
+    }
+    // The execution shape an approval is bound to.
+    let mut h = Sha256::new();
+    for part in [
+        command.as_str(),
+        &shown(&cwd),
+        &timeout.to_string(),
+        if background { "bg" } else { "fg" },
+    ] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    for (k, v) in &overlay {
+        h.update(k.as_bytes());
+        h.update([b'=']);
+        h.update(v.as_bytes());
+        h.update([0]);
+    }
+    for b in &bindings {
+        h.update(format!("bind:{}>{}:{:?}", b.name, b.target, b.expires).as_bytes());
+    }
+    let fingerprint: String = h
+        .finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let literal_safe =
+        verdict.decision == Decision::Allow && overlay.is_empty() && bindings.is_empty();
+    if literal_safe {
+        // A literal read-only command runs without asking, unless policy denies terminal outright.
+        if env.entry.policy == Policy::Deny {
+            return ToolOutcome::error(ToolStatus::Denied, "approval policy denies terminal");
+        }
+    } else {
+        let risk = match (verdict.risk, overlay.is_empty() && bindings.is_empty()) {
+            (command_guard::Risk::Critical, _) => Risk::Critical,
+            (_, false) => Risk::High,
+            (command_guard::Risk::High, _) => Risk::High,
+            (command_guard::Risk::Medium, _) => Risk::Medium,
+            (command_guard::Risk::Low, _) => Risk::Low,
+        };
+        let executable = command
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let preview = json!({
+            "command": crate::redact::redactor::SecretRedactor::new()
+                .redact_str_for(&command, crate::redact::redactor::View::Event),
+            "cwd": shown(&cwd), "executable": executable, "timeout_seconds": timeout,
+            "background": background, "env_keys": overlay.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            "secret_bindings": bindings.iter().map(|b| json!({"source": format!("env:{}", b.name),
+                "target": b.target, "capability": format!("secret.bind:{}", b.name),
+                "expires_in_seconds": b.expires})).collect::<Vec<_>>(),
+            "guard": {"decision": verdict.decision, "risk": verdict.risk, "rule": verdict.rule},
+        });
+        let reason = verdict
+            .reason
+            .clone()
+            .unwrap_or_else(|| format!("run {executable}"));
+        let target = format!("{}:{fingerprint}", verdict.rule);
+        // Secret bindings are never cached for the session.
+        if let Some(denied) = env
+            .approve(
+                Policy::Prompt,
+                risk,
+                "exec",
+                &target,
+                reason,
+                preview,
+                bindings.is_empty(),
+            )
+            .await
+        {
+            return denied;
+        }
+    }
+    // Bound values are read from the host only now, after approval.
+    let mut secrets = Vec::new();
+    for b in &bindings {
+        match std::env::var(&b.name) {
+            Ok(v) if !v.is_empty() => secrets.push((b.target.clone(), v)),
+            _ => {
+                return ToolOutcome::error(
+                    ToolStatus::Failed,
+                    format!("secret source env:{} is not set on the host", b.name),
+                )
+            }
+        }
+    }
+    let mut child_overlay = overlay.clone();
+    child_overlay.extend(secrets.iter().cloned());
+    let effective_timeout = bindings
+        .iter()
+        .filter_map(|b| b.expires)
+        .fold(timeout as u64, u64::min);
+    let tenant = env.ctx.scope.tenant().as_str();
+    let runtime_home = env
+        .home()
+        .join("runtime")
+        .join("terminal-home")
+        .join(tenant);
+    if let Err(e) = exec::ensure_runtime_home(&runtime_home) {
+        return ToolOutcome::error(
+            ToolStatus::Failed,
+            format!("cannot prepare the runtime home: {e}"),
+        );
+    }
+    // An opaque artifact root derived from the session, under runtime/artifacts.
+    let root: String = Sha256::digest(format!("{tenant}/{}", env.ctx.session_id).as_bytes())
+        .iter()
+        .take(12)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let artifact_dir = env.home().join("runtime").join("artifacts").join(&root);
+    let mut spec = ExecSpec::new(
+        command.clone(),
+        cwd.abs.clone(),
+        exec::child_env(std::env::vars(), &runtime_home, &child_overlay),
+        Duration::from_secs(effective_timeout),
+        artifact_dir,
+    );
+    spec.secrets = secrets;
+    let sink = env.output_sink();
+    let on_chunk = move |kind: StreamKind, text: &str| {
+        let _ = sink.try_send((kind.as_str(), text.to_owned()));
+    };
+    let result = match exec::run(spec, env.ctx.cancel.clone(), |_| {}, on_chunk).await {
+        Ok(r) => r,
+        Err(exec::ExecError::Cancelled) => {
+            return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled")
+        }
+        Err(e) => {
+            return ToolOutcome::error(
+                ToolStatus::Failed,
+                format!("could not run the command: {e}"),
+            )
+        }
+    };
+    let timed_out = result.reason == ExitReason::TimedOut;
+    let exit_code = if timed_out {
+        TIMEOUT_EXIT
+    } else {
+        result.exit_code.unwrap_or(-1)
+    };
+    let mut content = format!("exit_code: {exit_code}");
+    if timed_out {
+        content.push_str("\ntimed_out: true");
+    }
+    for (label, s) in [("stdout", &result.stdout), ("stderr", &result.stderr)] {
+        if !s.tail.is_empty() {
+            let cut = if s.truncated {
+                "...[earlier output truncated]\n"
+            } else {
+                ""
+            };
+            content.push_str(&format!("\n{label}:\n{cut}{}", s.tail));
+        }
+    }
+    let rel = |p: &Option<std::path::PathBuf>| {
+        p.as_ref()
+            .and_then(|p| p.file_name())
+            .map(|n| format!("{root}/{}", n.to_string_lossy()))
+    };
+    let data = json!({
+        "executionStarted": true,
+        "exit_code": exit_code,
+        "timed_out": timed_out,
+        "cwd": shown(&cwd),
+        "process": {"spawn_id": result.record.spawn_id, "pid": result.record.pid, "pgid": result.record.pgid},
+        "output": {
+            "stdout": {"total_bytes": result.stdout.total_bytes, "total_chars": result.stdout.total_chars, "truncated": result.stdout.truncated},
+            "stderr": {"total_bytes": result.stderr.total_bytes, "total_chars": result.stderr.total_chars, "truncated": result.stderr.truncated},
+        },
+        "output_artifact": {"stdout": rel(&result.stdout_artifact), "stderr": rel(&result.stderr_artifact)},
+        "elapsed_ms": result.elapsed.as_millis() as u64,
+    });
+    let status = if let Some(e) = &result.artifact_error {
+        tracing::error!(error = %e, "terminal artifact could not be written");
+        ToolStatus::Failed
+    } else {
+        match result.reason {
+            ExitReason::TimedOut => ToolStatus::TimedOut,
+            ExitReason::Cancelled => ToolStatus::Cancelled,
+            _ if exit_code == 0 => ToolStatus::Succeeded,
+            _ => ToolStatus::Failed,
+        }
+    };
+    ToolOutcome {
+        status,
+        content: Value::String(content),
+        data,
+    }
+}

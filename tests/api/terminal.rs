@@ -1,0 +1,363 @@
+//! The terminal tool end to end: guard before approval, approval per shape,
+//! allowlisted environment, secret bindings, timeouts and cancellation that
+//! end the whole process tree.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+fn term(args: Value) -> Value {
+    json!([{"tool_calls": [{"name": "terminal", "arguments": args}]}, {"content": "done"}])
+}
+
+/// Run one scripted turn, answering approvals with `decision`; the terminal result event.
+async fn run(
+    app: &TestApp,
+    tok: &str,
+    sid: &str,
+    script: Value,
+    decision: &str,
+) -> (Vec<Value>, Value) {
+    let (_, s) = app.get(tok, &format!("/v1/sessions/{sid}")).await;
+    let mut after = s["last_seq"].as_i64().unwrap();
+    app.start_turn(tok, sid, json!({"input": "go", "script": script}))
+        .await;
+    let mut all = Vec::new();
+    loop {
+        let evs = app
+            .sse_until(tok, sid, &format!("?after={after}"), None, |e| {
+                is_terminal(e) || e["type"] == "approval.requested"
+            })
+            .await;
+        assert!(
+            !evs.is_empty(),
+            "stalled after {:?}\n{}",
+            types(&all),
+            app.log()
+        );
+        after = evs.last().unwrap()["seq"].as_i64().unwrap();
+        all.extend(evs.clone());
+        let last = evs.last().unwrap();
+        if is_terminal(last) {
+            break;
+        }
+        let id = last["data"]["approval_id"].as_str().unwrap();
+        app.post(
+            tok,
+            &format!("/v1/approvals/{id}"),
+            json!({"decision": decision}),
+        )
+        .await;
+    }
+    let result = all
+        .iter()
+        .find(|e| e["type"] == "tool.result")
+        .cloned()
+        .unwrap_or(Value::Null);
+    (all, result)
+}
+
+fn group_alive(pgid: i64) -> bool {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let Some((_, rest)) = stat.rsplit_once(')') else {
+                return false;
+            };
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            // state is f[0]; pgrp is f[2]; zombies are already dead.
+            f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z"
+        })
+}
+
+#[tokio::test]
+async fn literal_reads_run_blocked_commands_never_reach_approval() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    std::fs::write(
+        app.home
+            .join("tenants/default/workspaces/alice/default/hello.txt"),
+        "hi there",
+    )
+    .unwrap();
+    let (evs, res) = run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": "cat hello.txt"})),
+        "deny",
+    )
+    .await;
+    assert!(
+        !types(&evs).contains(&"approval.requested"),
+        "{:?}",
+        types(&evs)
+    );
+    assert_eq!(res["data"]["status"], "succeeded", "{res}");
+    let content = res["data"]["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("exit_code: 0") && content.contains("hi there"),
+        "{content}"
+    );
+    assert!(
+        types(&evs).contains(&"tool.output"),
+        "live output is streamed"
+    );
+    let (evs, res) = run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": "rm -rf /"})),
+        "allow_once",
+    )
+    .await;
+    assert!(!types(&evs).contains(&"approval.requested"));
+    assert_eq!(res["data"]["status"], "denied");
+    assert!(res["data"]["content"].as_str().unwrap().contains("blocked"));
+    let (evs, res) = run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": "sh -c 'rm -rf ~'"})),
+        "allow_once",
+    )
+    .await;
+    assert!(!types(&evs).contains(&"approval.requested"));
+    assert_eq!(res["data"]["status"], "denied");
+    // Ambiguous commands ask; a denial runs nothing.
+    let (evs, res) = run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": "touch made-by-$(whoami)"})),
+        "deny",
+    )
+    .await;
+    assert!(types(&evs).contains(&"approval.requested"));
+    assert_eq!(res["data"]["status"], "denied");
+    let (_, res) = run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": "echo $((40 + 2))"})),
+        "allow_once",
+    )
+    .await;
+    assert!(
+        res["data"]["content"].as_str().unwrap().contains("42"),
+        "{res}"
+    );
+    // A cwd outside the workspace is refused.
+    let (_, res) = run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": "ls", "cwd": "/"})),
+        "allow_once",
+    )
+    .await;
+    assert_eq!(res["data"]["status"], "denied");
+}
+
+#[tokio::test]
+async fn children_get_an_allowlisted_environment_only() {
+    let app = spawn_with(
+        Backend::Sqlite,
+        Opts::default()
+            .env("AWS_SECRET_ACCESS_KEY", "aws-leak-canary-42")
+            .env("DEMIURGE_OPENAI_API_KEY_UNUSED", "provider-leak-canary-43"),
+    )
+    .await;
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    let (evs, res) = run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": "env"})),
+        "allow_once",
+    )
+    .await;
+    assert_eq!(res["data"]["status"], "succeeded", "{res}");
+    let all = serde_json::to_string(&evs).unwrap();
+    assert!(
+        !all.contains("leak-canary"),
+        "server environment leaked into the child"
+    );
+    let out = res["data"]["content"].as_str().unwrap();
+    assert!(out.contains("PATH="), "{out}");
+    assert!(
+        out.contains("runtime/terminal-home/default"),
+        "HOME is the tenant's runtime home: {out}"
+    );
+    // An explicit overlay is passed, and always asks.
+    let (evs, res) = run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": "printenv GREETING", "env": {"GREETING": "hello-overlay"}})),
+        "allow_once",
+    )
+    .await;
+    assert!(types(&evs).contains(&"approval.requested"));
+    let req = evs
+        .iter()
+        .find(|e| e["type"] == "approval.requested")
+        .unwrap();
+    assert_eq!(req["data"]["preview"]["env_keys"], json!(["GREETING"]));
+    assert!(
+        !req.to_string().contains("hello-overlay"),
+        "approval views show keys, not values"
+    );
+    assert!(res["data"]["content"]
+        .as_str()
+        .unwrap()
+        .contains("hello-overlay"));
+}
+
+fn write_core(app: &TestApp, name: &str, grants: &str) {
+    let dir = app.home.join("tenants/default/agents").join(name);
+    std::fs::create_dir_all(dir.join("agent")).unwrap();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        format!("schema_version: 1\nagent:\n  id: {name}\ntools:\n  toolsets: [coding]\ncapabilities:\n  defaults:\n    terminal.exec: {{}}\n{grants}"),
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn bound_secrets_reach_the_command_but_never_any_view() {
+    const VALUE: &str = "bound-Secret-Value-77aa";
+    let app = spawn_with(Backend::Sqlite, Opts::default().env("DEMO_TOKEN", VALUE)).await;
+    let tok = app.token("default", "alice");
+    write_core(&app, "binder", "    secret.bind:DEMO_TOKEN: {}\n");
+    write_core(&app, "wild", "    secret.bind:*: {}\n");
+    let (_, s) = app
+        .post(&tok, "/v1/sessions", json!({"core": "binder"}))
+        .await;
+    let sid = s["id"].as_str().unwrap().to_owned();
+    let cmd = "printf '%s\\n' \"$TOKEN\"; printf 'bound-Sec'; sleep 0.2; printf 'ret-Value-77aa\\n'; printf '%s' \"$TOKEN\" >&2";
+    let args = json!({"command": cmd, "secret_bindings": [{"source": "env:DEMO_TOKEN", "target": "TOKEN"}]});
+    let (evs, res) = run(&app, &tok, &sid, term(args.clone()), "allow_once").await;
+    let req = evs
+        .iter()
+        .find(|e| e["type"] == "approval.requested")
+        .expect("bindings need approval");
+    assert!(
+        !req["data"]["choices"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("allow_session")),
+        "never session-cacheable"
+    );
+    assert_eq!(res["data"]["status"], "succeeded", "{res}");
+    let out = res["data"]["content"].as_str().unwrap();
+    assert_eq!(out.matches("<redacted:TOKEN>").count(), 3, "{out}");
+    assert!(!serde_json::to_string(&evs).unwrap().contains(VALUE));
+    // A wildcard grant never binds.
+    let (_, s) = app
+        .post(&tok, "/v1/sessions", json!({"core": "wild"}))
+        .await;
+    let wid = s["id"].as_str().unwrap().to_owned();
+    let (evs, res) = run(&app, &tok, &wid, term(args), "allow_once").await;
+    assert!(!types(&evs).contains(&"approval.requested"));
+    assert_eq!(res["data"]["status"], "denied");
+    // Reserved targets are refused.
+    let bad = json!({"command": "true", "secret_bindings": [{"source": "env:DEMO_TOKEN", "target": "LD_PRELOAD"}]});
+    let (_, res) = run(&app, &tok, &sid, term(bad), "allow_once").await;
+    assert_eq!(res["data"]["status"], "invalid");
+    // Nothing the server wrote holds the value: database, logs, artifacts.
+    let home = app.home.clone();
+    let app = app.restart_after_crash().await;
+    let mut stack = vec![home];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                assert!(
+                    !bytes.windows(VALUE.len()).any(|w| w == VALUE.as_bytes()),
+                    "value reached {}",
+                    p.display()
+                );
+            }
+        }
+    }
+    drop(app);
+}
+
+#[tokio::test]
+async fn timeouts_and_cancellation_end_the_whole_process_tree() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    let stubborn = "sh -c 'trap \"\" TERM; sleep 60 & trap \"\" TERM; sleep 60'";
+    let (_, res) = run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": stubborn, "timeout_seconds": 1})),
+        "allow_once",
+    )
+    .await;
+    assert_eq!(res["data"]["status"], "timed_out", "{res}");
+    assert!(res["data"]["content"]
+        .as_str()
+        .unwrap()
+        .contains("timed_out: true"));
+    let pgid = res["data"]["data"]["process"]["pgid"].as_i64().unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !group_alive(pgid),
+        "a process of the timed-out tree survived"
+    );
+
+    // Cancel a running turn: the tree goes with it.
+    let tid = app.start_turn(&tok, &sid, json!({"input": "go", "script": term(json!({"command": stubborn, "timeout_seconds": 60}))})).await;
+    let evs = app
+        .sse_until(&tok, &sid, "", None, |e| {
+            e["type"] == "approval.requested" && e["turn_id"] == tid.as_str()
+        })
+        .await;
+    let id = evs.last().unwrap()["data"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.post(
+        &tok,
+        &format!("/v1/approvals/{id}"),
+        json!({"decision": "allow_once"}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (st, t) = app
+        .post(
+            &tok,
+            &format!("/v1/sessions/{sid}/turns/{tid}/cancel"),
+            json!({}),
+        )
+        .await;
+    assert_eq!((st, t["status"].as_str()), (200, Some("cancelled")), "{t}");
+    let evs = app
+        .sse_until(&tok, &sid, "", None, |e| {
+            is_terminal(e) && e["turn_id"] == tid.as_str()
+        })
+        .await;
+    let res = evs
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "tool.result")
+        .unwrap();
+    assert_eq!(res["data"]["status"], "cancelled", "{res}");
+    let pgid = res["data"]["data"]["process"]["pgid"].as_i64();
+    if let Some(pgid) = pgid {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!group_alive(pgid));
+    }
+}
