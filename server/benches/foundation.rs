@@ -37,19 +37,18 @@ async fn throughput(db: Option<&str>, label: &str, sessions: usize, seconds: u64
         tasks.push(tokio::spawn(async move {
             let sid = create_session(&client, &srv, &tok).await;
             let mut sock = ws(&srv, &sid, &tok, 0).await;
-            let url = format!("http://{}/v1/sessions/{sid}/turns", srv.addr);
+            let mut http = RawHttp::connect(&srv.addr).await;
+            let request = RawHttp::post(
+                &srv.addr,
+                &format!("/v1/sessions/{sid}/turns"),
+                &tok,
+                r#"{"input":"bench"}"#,
+            );
             let mut lat = Vec::new();
             let mut done = 0u64;
             while Instant::now() < deadline {
                 let t0 = Instant::now();
-                let r = client
-                    .post(&url)
-                    .bearer_auth(&tok)
-                    .json(&json!({"input": "bench"}))
-                    .send()
-                    .await
-                    .unwrap();
-                assert_eq!(r.status(), 202);
+                assert_eq!(http.send(&request).await, 202);
                 loop {
                     match sock.next().await {
                         Some(Ok(Message::Text(t)))

@@ -107,6 +107,19 @@ impl Application {
             );
         }
         let lost = turns.recover_lost().await.context("recover lost turns")?;
+        // Process groups a crash left running: end them (start markers re-checked).
+        let registry = crate::exec::ProcessRegistry::new(&config.home);
+        let reaped = tokio::task::spawn_blocking(move || {
+            registry.reap_after_restart(Duration::from_secs(2))
+        })
+        .await
+        .unwrap_or(0);
+        if reaped > 0 {
+            tracing::warn!(
+                count = reaped,
+                "ended process groups left running by a previous run"
+            );
+        }
         if lost > 0 {
             tracing::warn!(
                 count = lost,

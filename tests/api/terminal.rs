@@ -361,3 +361,101 @@ async fn timeouts_and_cancellation_end_the_whole_process_tree() {
         assert!(!group_alive(pgid));
     }
 }
+
+#[tokio::test]
+async fn a_restart_ends_process_groups_a_crash_left_running() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    let stubborn = "sh -c 'trap \"\" TERM; sleep 120 & trap \"\" TERM; sleep 120'";
+    let tid = app.start_turn(&tok, &sid, json!({"input": "go", "script": term(json!({"command": stubborn, "timeout_seconds": 120}))})).await;
+    let evs = app
+        .sse_until(&tok, &sid, "", None, |e| e["type"] == "approval.requested")
+        .await;
+    let id = evs.last().unwrap()["data"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.post(
+        &tok,
+        &format!("/v1/approvals/{id}"),
+        json!({"decision": "allow_once"}),
+    )
+    .await;
+    // The host records the running group durably.
+    let dir = app.home.join("runtime/processes");
+    let mut pgid = None;
+    for _ in 0..200 {
+        if let Some(entry) = std::fs::read_dir(&dir).ok().and_then(|mut d| d.next()) {
+            let rec: Value =
+                serde_json::from_slice(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap();
+            pgid = rec["pgid"].as_i64();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let pgid = pgid.expect("a process record");
+    assert!(group_alive(pgid));
+    let app = app.restart_after_crash().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !group_alive(pgid),
+        "the restart must end the orphaned group"
+    );
+    assert_eq!(app.wait_turn(&tok, &sid, &tid).await["reason"], "lost");
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_200_mb_flood_keeps_server_memory_flat_and_the_log_bounded() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    // Warm the paths once so the measurement sees steady state.
+    run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": "echo warm"})),
+        "allow_once",
+    )
+    .await;
+    let before = rss_kib(app.child.id());
+    let flood = "head -c 200000000 /dev/zero | tr '\\\\0' 'a'";
+    let (evs, res) = run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": flood, "timeout_seconds": 120})),
+        "allow_once",
+    )
+    .await;
+    let after = rss_kib(app.child.id());
+    assert_eq!(res["data"]["status"], "succeeded", "{res}");
+    let out = &res["data"]["data"]["output"]["stdout"];
+    assert_eq!(out["total_bytes"], 200_000_000);
+    assert_eq!(out["truncated"], true);
+    assert!(
+        after < before + 30 * 1024,
+        "server RSS grew from {before} KiB to {after} KiB"
+    );
+    let live: usize = evs
+        .iter()
+        .filter(|e| e["type"] == "tool.output")
+        .map(|e| e["data"]["text"].as_str().unwrap_or("").len())
+        .sum();
+    assert!(
+        live <= 64 * 1024,
+        "live output is a bounded preview ({live} bytes)"
+    );
+    let tail = res["data"]["content"].as_str().unwrap();
+    assert!(tail.len() < 13_000 + 200, "the model view is a tail");
+}

@@ -141,3 +141,56 @@ pub fn rss_kib(pid: u32) -> u64 {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
 }
+
+/// A minimal keep-alive HTTP/1.1 client for load generation: it writes a
+/// prepared request and reads one response, so the load generator spends
+/// far less CPU per request than a general-purpose client would.
+pub struct RawHttp {
+    stream: tokio::io::BufReader<tokio::net::TcpStream>,
+}
+
+impl RawHttp {
+    pub async fn connect(addr: &str) -> Self {
+        let s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.set_nodelay(true).unwrap();
+        Self {
+            stream: tokio::io::BufReader::new(s),
+        }
+    }
+
+    /// A POST with a JSON body, as bytes ready to send.
+    pub fn post(addr: &str, path: &str, token: &str, body: &str) -> Vec<u8> {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    /// Send a prepared request; returns the status code (the body is read and dropped).
+    pub async fn send(&mut self, request: &[u8]) -> u16 {
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+        self.stream.get_mut().write_all(request).await.unwrap();
+        let mut line = String::new();
+        self.stream.read_line(&mut line).await.unwrap();
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let mut len = 0usize;
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).await.unwrap();
+            if line == "\r\n" {
+                break;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0u8; len];
+        self.stream.read_exact(&mut body).await.unwrap();
+        status
+    }
+}

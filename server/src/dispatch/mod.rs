@@ -210,9 +210,25 @@ impl ToolEnv<'_> {
             self.call_id.to_owned(),
         );
         tokio::spawn(async move {
+            // The live view is a preview: past LIVE_OUTPUT_CHARS the rest is
+            // only in the tails and the artifact, so a flood cannot fill the log.
+            let mut sent = 0usize;
             while let Some((stream, text)) = rx.recv().await {
-                let text = SecretRedactor::new().redact_str_for(&text, View::Event);
-                let data = json!({"call_id": call, "stream": stream, "text": text});
+                if sent >= LIVE_OUTPUT_CHARS {
+                    continue;
+                }
+                let room = LIVE_OUTPUT_CHARS - sent;
+                let (text, cut) = match text.char_indices().nth(room) {
+                    Some((i, _)) => (&text[..i], true),
+                    None => (text.as_str(), false),
+                };
+                sent += text.chars().count();
+                let text = SecretRedactor::new().redact_str_for(text, View::Event);
+                let mut data = json!({"call_id": call, "stream": stream, "text": text});
+                if cut || sent >= LIVE_OUTPUT_CHARS {
+                    data["truncated"] = json!(true);
+                    sent = LIVE_OUTPUT_CHARS;
+                }
                 if events
                     .append(&sid, Some(&tid), "tool.output", data)
                     .await
@@ -252,6 +268,9 @@ const HANDLER_APPROVAL: &[&str] = &[
     "search_files",
     "terminal",
 ];
+
+/// Characters of live output streamed per call as `tool.output` events.
+const LIVE_OUTPUT_CHARS: usize = 64 * 1024;
 
 /// Live output chunks queued per call; beyond this they are dropped from the
 /// live view (the artifact keeps everything).

@@ -57,7 +57,9 @@ pub mod kill;
 pub mod scrub;
 pub mod spawn;
 
+mod registry;
 pub use drain::{StreamKind, StreamSummary, TAIL_CHARS};
 pub use env::{child_env, ensure_runtime_home, is_reserved_env_target};
 pub use kill::{boot_id, kill_group, reap_orphans, start_marker, ProcessRecord};
+pub use registry::ProcessRegistry;
 pub use spawn::{run, ExecError, ExecResult, ExecSpec, ExitReason, DEFAULT_KILL_GRACE};

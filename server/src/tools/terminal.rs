@@ -288,7 +288,13 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
     let on_chunk = move |kind: StreamKind, text: &str| {
         let _ = sink.try_send((kind.as_str(), text.to_owned()));
     };
-    let result = match exec::run(spec, env.ctx.cancel.clone(), |_| {}, on_chunk).await {
+    let registry = exec::ProcessRegistry::new(env.home());
+    let on_spawn = |r: &exec::ProcessRecord| registry.started(r);
+    let result = exec::run(spec, env.ctx.cancel.clone(), on_spawn, on_chunk).await;
+    if let Ok(r) = &result {
+        registry.finished(&r.record.spawn_id);
+    }
+    let result = match result {
         Ok(r) => r,
         Err(exec::ExecError::Cancelled) => {
             return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled")

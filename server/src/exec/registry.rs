@@ -1,0 +1,105 @@
+//! Durable records of running processes (`runtime/processes/<spawn_id>.json`),
+//! so a restarted server can find groups a crash left behind and end them.
+//! A record is written when the process starts and removed when its run ends.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{boot_id, reap_orphans, ProcessRecord};
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    spawn_id: String,
+    pid: i32,
+    pgid: i32,
+    start_marker: u64,
+    /// Start markers only compare within one boot.
+    boot_id: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ProcessRegistry {
+    dir: PathBuf,
+}
+
+impl ProcessRegistry {
+    pub fn new(home: &Path) -> Self {
+        Self {
+            dir: home.join("runtime").join("processes"),
+        }
+    }
+
+    fn path(&self, spawn_id: &str) -> Option<PathBuf> {
+        // Host-issued ids only; never a path from elsewhere.
+        spawn_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            .then(|| self.dir.join(format!("{spawn_id}.json")))
+    }
+
+    /// Record a started process (best effort: failure is logged, the run goes on).
+    pub fn started(&self, r: &ProcessRecord) {
+        let Some(path) = self.path(&r.spawn_id) else {
+            return;
+        };
+        let stored = Stored {
+            spawn_id: r.spawn_id.clone(),
+            pid: r.pid,
+            pgid: r.pgid,
+            start_marker: r.start_marker,
+            boot_id: boot_id(),
+        };
+        let result = crate::bootstrap::private_dir(&self.dir)
+            .map_err(|e| e.to_string())
+            .and_then(|()| serde_json::to_vec(&stored).map_err(|e| e.to_string()))
+            .and_then(|body| std::fs::write(&path, body).map_err(|e| e.to_string()));
+        if let Err(e) = result {
+            tracing::warn!(error = %e, spawn_id = %r.spawn_id, "could not record a running process");
+        }
+    }
+
+    pub fn finished(&self, spawn_id: &str) {
+        if let Some(path) = self.path(spawn_id) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    /// At start-up: end every recorded group of this boot that is still alive
+    /// (start marker re-checked), then forget all records. Returns how many
+    /// groups were signalled.
+    pub fn reap_after_restart(&self, grace: Duration) -> usize {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let boot = boot_id();
+        let mut records = Vec::new();
+        let mut files = Vec::new();
+        for e in entries.flatten() {
+            let p = e.path();
+            if let Ok(bytes) = std::fs::read(&p) {
+                if let Ok(s) = serde_json::from_slice::<Stored>(&bytes) {
+                    if s.boot_id.is_some() && s.boot_id == boot {
+                        records.push(ProcessRecord {
+                            spawn_id: s.spawn_id,
+                            pid: s.pid,
+                            pgid: s.pgid,
+                            start_marker: s.start_marker,
+                        });
+                    }
+                }
+            }
+            files.push(p);
+        }
+        let ended = if records.is_empty() {
+            0
+        } else {
+            reap_orphans(&records, grace)
+        };
+        for f in files {
+            let _ = std::fs::remove_file(f);
+        }
+        ended
+    }
+}
