@@ -13,6 +13,8 @@
 //! - [`catalog`]: the per-turn resolved tool catalog.
 //! - [`dispatch`]: the one path from a tool call to a result: checks, approvals, redaction.
 //! - [`tools`]: built-in tool adapters.
+//! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment.
+//! - [`tasks`]: durable background tasks and their logs.
 //! - [`policy`]: pure decisions: guard, URL policy, capabilities, approval policy, paths.
 //! - [`redact`]: secret discovery and the five result views.
 //! - [`ids`]: parsed identifiers; handlers never see raw id strings.
@@ -37,6 +39,7 @@ pub mod policy;
 pub mod redact;
 pub mod startup;
 pub mod store;
+pub mod tasks;
 pub mod telemetry;
 pub mod time;
 pub mod tools;

@@ -69,9 +69,11 @@ impl Application {
             node_id.clone(),
             config.clarify_timeout,
         );
+        let tasks = crate::tasks::Tasks::new(store.clone(), events.clone(), node_id.clone());
         let dispatcher = Dispatcher::new(
             approvals.clone(),
             clarifications,
+            tasks.clone(),
             events.clone(),
             &config.home,
         );
@@ -107,6 +109,13 @@ impl Application {
             );
         }
         let lost = turns.recover_lost().await.context("recover lost turns")?;
+        let lost_tasks = tasks.recover_lost().await.context("recover lost tasks")?;
+        if lost_tasks > 0 {
+            tracing::warn!(
+                count = lost_tasks,
+                "marked tasks left running by a previous run as lost"
+            );
+        }
         // Process groups a crash left running: end them (start markers re-checked).
         let registry = crate::exec::ProcessRegistry::new(&config.home);
         let reaped = tokio::task::spawn_blocking(move || {
@@ -190,6 +199,7 @@ impl Application {
         .await
         .context("serve")?;
         app.turns.shutdown(Duration::from_secs(10)).await;
+        app.dispatcher.tasks.shutdown(Duration::from_secs(10)).await;
         app.store.close().await;
         tracing::info!("stopped");
         Ok(())

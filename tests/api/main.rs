@@ -10,5 +10,6 @@ mod openai;
 mod operations;
 mod sessions;
 mod streams;
+mod tasks;
 mod terminal;
 mod turns;

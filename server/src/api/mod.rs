@@ -9,6 +9,7 @@ pub mod extract;
 pub mod health;
 pub mod sessions;
 pub mod stream;
+pub mod tasks;
 pub mod tools;
 pub mod turns;
 
@@ -37,9 +38,10 @@ use error::ApiError;
         events::session_events, stream::session_stream,
         tools::list_tools, turns::call_tool,
         approvals::list_approvals, approvals::decide_approval, approvals::answer_clarification,
+        tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs,
     ),
     modifiers(&BearerAuth),
-    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "operations"))
+    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "operations"))
 )]
 pub struct ApiDoc;
 
@@ -92,6 +94,10 @@ pub fn router(app: SharedApp) -> Router {
             "/v1/clarifications/{id}",
             post(approvals::answer_clarification),
         )
+        .route("/v1/tasks", get(tasks::list_tasks))
+        .route("/v1/tasks/{id}", get(tasks::get_task))
+        .route("/v1/tasks/{id}/cancel", post(tasks::cancel_task))
+        .route("/v1/tasks/{id}/logs", get(tasks::task_logs))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             timeout,

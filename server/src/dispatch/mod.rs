@@ -194,6 +194,23 @@ impl ToolEnv<'_> {
         }
     }
 
+    /// Start a durable background task owned by this call's principal and session.
+    pub async fn start_task<F, Fut>(
+        &self,
+        kind: &'static str,
+        summary: String,
+        job: F,
+    ) -> crate::error::Result<String>
+    where
+        F: FnOnce(crate::tasks::TaskHandle) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = crate::tasks::TaskOutcome> + Send + 'static,
+    {
+        self.host
+            .tasks
+            .start(&self.ctx.scope, &self.ctx.session_id, kind, summary, job)
+            .await
+    }
+
     /// The host's home folder (runtime state, artifacts).
     pub fn home(&self) -> &Path {
         &self.host.home
@@ -283,6 +300,7 @@ const PREVIEW_CHARS: usize = 2_000;
 pub struct Dispatcher {
     pub approvals: Approvals,
     pub clarifications: Clarifications,
+    pub tasks: crate::tasks::Tasks,
     events: EventLog,
     home: PathBuf,
 }
@@ -297,12 +315,14 @@ impl Dispatcher {
     pub fn new(
         approvals: Approvals,
         clarifications: Clarifications,
+        tasks: crate::tasks::Tasks,
         events: EventLog,
         home: &Path,
     ) -> Arc<Self> {
         Arc::new(Self {
             approvals,
             clarifications,
+            tasks,
             events,
             home: home.to_path_buf(),
         })

@@ -28,6 +28,12 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../../migrations/sqlite/0002_approvals.sql"),
         postgres: include_str!("../../../migrations/postgres/0002_approvals.sql"),
     },
+    Migration {
+        version: 3,
+        name: "tasks",
+        sqlite: include_str!("../../../migrations/sqlite/0003_tasks.sql"),
+        postgres: include_str!("../../../migrations/postgres/0003_tasks.sql"),
+    },
 ];
 
 /// Arbitrary constant naming our advisory lock.

@@ -7,6 +7,7 @@ mod events;
 mod messages;
 mod migrate;
 mod sessions;
+mod tasks;
 mod tenants;
 mod turns;
 
@@ -21,6 +22,7 @@ use tokio::sync::{Mutex, MutexGuard};
 pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification};
 pub use events::{EventRow, NewEvent, TurnFinish};
 pub use sessions::{NewSession, SessionRow};
+pub use tasks::{NewTask, TaskRow};
 pub use turns::{LostTurn, StartTurn, TurnRow, TurnStatus};
 
 use crate::config::{Backend, DatabaseConfig};

@@ -102,13 +102,6 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         _ => DEFAULT_TIMEOUT,
     };
     let background = arg_bool(args, "background").unwrap_or(false);
-    if background {
-        // Background terminal work belongs to the durable task runtime.
-        return ToolOutcome::error(
-            ToolStatus::Invalid,
-            "background=true needs the task runtime, which this host does not run yet; run it in the foreground",
-        );
-    }
     let mut overlay: Vec<(String, String)> = Vec::new();
     if let Some(map) = args.get("env").and_then(Value::as_object) {
         for (k, v) in map {
@@ -129,6 +122,12 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         Ok(b) => b,
         Err(e) => return ToolOutcome::error(ToolStatus::Invalid, e),
     };
+    if background && !bindings.is_empty() {
+        return ToolOutcome::error(
+            ToolStatus::Invalid,
+            "secret_bindings are only allowed in the foreground",
+        );
+    }
     // Each binding needs its own exact grant; wildcards never bind secrets.
     for b in &bindings {
         let cap = format!("secret.bind:{}", b.name);
@@ -284,18 +283,67 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         artifact_dir,
     );
     spec.secrets = secrets;
+    let registry = exec::ProcessRegistry::new(env.home());
+    if background {
+        let summary = format!(
+            "$ {}",
+            crate::redact::redactor::SecretRedactor::new()
+                .redact_str_for(&command, crate::redact::redactor::View::Event)
+        );
+        let cwd_shown = shown(&cwd);
+        let started = env
+            .start_task("terminal.exec", summary, move |task| async move {
+                let (sink, writer) = task.log_sink();
+                let on_chunk = move |kind: StreamKind, text: &str| {
+                    let _ = sink.try_send((kind.as_str(), text.to_owned()));
+                };
+                let on_spawn = |r: &exec::ProcessRecord| registry.started(r);
+                let result = exec::run(spec, task.cancel.clone(), on_spawn, on_chunk).await;
+                let _ = writer.await;
+                let (status, content, data) = match result {
+                    Ok(r) => {
+                        registry.finished(&r.record.spawn_id);
+                        summarize(&r, &cwd_shown, &root)
+                    }
+                    Err(exec::ExecError::Cancelled) => {
+                        (ToolStatus::Cancelled, "cancelled".to_owned(), Value::Null)
+                    }
+                    Err(e) => (
+                        ToolStatus::Failed,
+                        format!("could not run the command: {e}"),
+                        Value::Null,
+                    ),
+                };
+                let status = match status {
+                    ToolStatus::Succeeded => "succeeded",
+                    ToolStatus::Cancelled => "cancelled",
+                    _ => "failed",
+                };
+                crate::tasks::TaskOutcome {
+                    status,
+                    result: json!({"content": content, "data": data}),
+                }
+            })
+            .await;
+        return match started {
+            Ok(task_id) => ToolOutcome::ok_json(json!({"task_id": task_id})),
+            Err(e) => ToolOutcome::error(
+                ToolStatus::Failed,
+                format!("could not start the background task: {e}"),
+            ),
+        };
+    }
     let sink = env.output_sink();
     let on_chunk = move |kind: StreamKind, text: &str| {
         let _ = sink.try_send((kind.as_str(), text.to_owned()));
     };
-    let registry = exec::ProcessRegistry::new(env.home());
     let on_spawn = |r: &exec::ProcessRecord| registry.started(r);
     let result = exec::run(spec, env.ctx.cancel.clone(), on_spawn, on_chunk).await;
-    if let Ok(r) = &result {
-        registry.finished(&r.record.spawn_id);
-    }
     let result = match result {
-        Ok(r) => r,
+        Ok(r) => {
+            registry.finished(&r.record.spawn_id);
+            r
+        }
         Err(exec::ExecError::Cancelled) => {
             return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled")
         }
@@ -306,6 +354,16 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             )
         }
     };
+    let (status, content, data) = summarize(&result, &shown(&cwd), &root);
+    ToolOutcome {
+        status,
+        content: Value::String(content),
+        data,
+    }
+}
+
+/// The model text (exit code, tails), operator data and status of a run.
+fn summarize(result: &exec::ExecResult, cwd: &str, root: &str) -> (ToolStatus, String, Value) {
     let timed_out = result.reason == ExitReason::TimedOut;
     let exit_code = if timed_out {
         TIMEOUT_EXIT
@@ -335,7 +393,7 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         "executionStarted": true,
         "exit_code": exit_code,
         "timed_out": timed_out,
-        "cwd": shown(&cwd),
+        "cwd": cwd,
         "process": {"spawn_id": result.record.spawn_id, "pid": result.record.pid, "pgid": result.record.pgid},
         "output": {
             "stdout": {"total_bytes": result.stdout.total_bytes, "total_chars": result.stdout.total_chars, "truncated": result.stdout.truncated},
@@ -355,9 +413,5 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             _ => ToolStatus::Failed,
         }
     };
-    ToolOutcome {
-        status,
-        content: Value::String(content),
-        data,
-    }
+    (status, content, data)
 }

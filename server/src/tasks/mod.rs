@@ -1,0 +1,278 @@
+//! Durable background tasks: a task row per job, `task.updated` events on
+//! start and end, bounded logs, owner-checked status and single-flight
+//! cancellation; tasks a crash left running become `lost`. The first kind is
+//! `terminal.exec` (`terminal(background=true)`); the task tools and the
+//! worker pool build on this.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::PrincipalScope;
+use crate::error::{Error, Result};
+use crate::events::EventLog;
+use crate::store::{NewTask, Store, TaskRow};
+
+/// Characters of a task's logs kept in the database; the artifact has the rest.
+pub const LOG_CAP_CHARS: usize = 1024 * 1024;
+/// Characters per log row.
+pub const LOG_CHUNK_CHARS: usize = 4096;
+
+/// How a task ended.
+pub struct TaskOutcome {
+    /// `succeeded`, `failed` or `cancelled`.
+    pub status: &'static str,
+    pub result: Value,
+}
+
+struct Running {
+    token: CancellationToken,
+    done: Arc<tokio::sync::Notify>,
+}
+
+#[derive(Clone)]
+pub struct Tasks {
+    store: Store,
+    events: EventLog,
+    node_id: String,
+    running: Arc<Mutex<HashMap<String, Running>>>,
+}
+
+/// What a running job gets: its id, its cancellation, and its log.
+#[derive(Clone)]
+pub struct TaskHandle {
+    pub id: String,
+    pub cancel: CancellationToken,
+    store: Store,
+}
+
+impl TaskHandle {
+    /// A sink for output chunks: rows of at most [`LOG_CHUNK_CHARS`], at most
+    /// [`LOG_CAP_CHARS`] in all. Returns a sender and the writer's join handle.
+    pub fn log_sink(
+        &self,
+    ) -> (
+        tokio::sync::mpsc::Sender<(&'static str, String)>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<(&'static str, String)>(256);
+        let (store, id) = (self.store.clone(), self.id.clone());
+        let writer = tokio::spawn(async move {
+            let mut written = 0usize;
+            let mut noted = false;
+            while let Some((stream, text)) = rx.recv().await {
+                let chars: Vec<char> = text.chars().collect();
+                for piece in chars.chunks(LOG_CHUNK_CHARS) {
+                    if written >= LOG_CAP_CHARS {
+                        if !noted {
+                            noted = true;
+                            let _ = store
+                                .append_task_log(
+                                    &id,
+                                    "host",
+                                    "[log truncated; the full output is in the artifact]",
+                                )
+                                .await;
+                        }
+                        break;
+                    }
+                    let s: String = piece.iter().collect();
+                    written += piece.len();
+                    if let Err(e) = store.append_task_log(&id, stream, &s).await {
+                        tracing::error!(error = %e, task = %id, "could not write a task log chunk");
+                    }
+                }
+            }
+        });
+        (tx, writer)
+    }
+}
+
+impl Tasks {
+    pub fn new(store: Store, events: EventLog, node_id: String) -> Self {
+        Self {
+            store,
+            events,
+            node_id,
+            running: Arc::default(),
+        }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn updated(&self, session_id: &str, id: &str, kind: &str, status: &str, summary: &str) {
+        let data = json!({"task_id": id, "kind": kind, "status": status, "summary": summary});
+        if let Err(e) = self
+            .events
+            .append(session_id, None, "task.updated", data)
+            .await
+        {
+            tracing::error!(error = %e, task = %id, "could not record task.updated");
+        }
+    }
+
+    /// Record and start a job; returns its task id at once.
+    pub async fn start<F, Fut>(
+        &self,
+        scope: &PrincipalScope,
+        session_id: &str,
+        kind: &'static str,
+        summary: String,
+        job: F,
+    ) -> Result<String>
+    where
+        F: FnOnce(TaskHandle) -> Fut + Send + 'static,
+        Fut: Future<Output = TaskOutcome> + Send + 'static,
+    {
+        let id = format!("task_{}", uuid::Uuid::now_v7().simple());
+        let summary: String = summary.chars().take(1200).collect();
+        self.store
+            .insert_task(&NewTask {
+                id: &id,
+                tenant: scope.tenant(),
+                principal: scope.principal(),
+                session_id,
+                node_id: &self.node_id,
+                kind,
+                summary: &summary,
+            })
+            .await?;
+        let token = CancellationToken::new();
+        self.running().insert(
+            id.clone(),
+            Running {
+                token: token.clone(),
+                done: Arc::new(tokio::sync::Notify::new()),
+            },
+        );
+        self.updated(session_id, &id, kind, "running", &summary)
+            .await;
+        let handle = TaskHandle {
+            id: id.clone(),
+            cancel: token,
+            store: self.store.clone(),
+        };
+        let this = self.clone();
+        let session = session_id.to_owned();
+        let task_id = id.clone();
+        tokio::spawn(async move {
+            let id = task_id;
+            let outcome = job(handle).await;
+            // The terminal state is durable before anyone is told.
+            match this
+                .store
+                .finish_task(&id, outcome.status, &outcome.result.to_string())
+                .await
+            {
+                Ok(true) => {
+                    this.updated(&session, &id, kind, outcome.status, &summary)
+                        .await
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::error!(error = %e, task = %id, "could not record the task's end")
+                }
+            }
+            if let Some(r) = this.running().remove(&id) {
+                r.done.notify_waiters();
+            }
+        });
+        Ok(id)
+    }
+
+    /// A task of the caller; another principal's looks missing.
+    pub async fn get(&self, scope: &PrincipalScope, id: &str) -> Result<TaskRow> {
+        self.store
+            .get_task(scope.tenant(), scope.principal(), id, false)
+            .await?
+            .ok_or(Error::NotFound)
+    }
+
+    pub async fn list(
+        &self,
+        scope: &PrincipalScope,
+        session_id: Option<&str>,
+    ) -> Result<Vec<TaskRow>> {
+        Ok(self
+            .store
+            .list_tasks(scope.tenant(), scope.principal(), session_id, 200)
+            .await?)
+    }
+
+    /// Cancel (single-flight, idempotent); returns the task afterwards.
+    pub async fn cancel(&self, scope: &PrincipalScope, id: &str) -> Result<TaskRow> {
+        let row = self.get(scope, id).await?;
+        if row.status != "running" {
+            return Ok(row);
+        }
+        let waiter = self.running().get(id).map(|r| {
+            r.token.cancel();
+            r.done.clone()
+        });
+        match waiter {
+            Some(done) => {
+                let notified = done.notified();
+                if self.running().contains_key(id) {
+                    let _ = tokio::time::timeout(Duration::from_secs(15), notified).await;
+                }
+            }
+            None => {
+                if self
+                    .store
+                    .finish_task(id, "cancelled", "{\"reason\":\"cancelled\"}")
+                    .await?
+                {
+                    self.updated(&row.session_id, id, &row.kind, "cancelled", &row.summary)
+                        .await;
+                }
+            }
+        }
+        self.get(scope, id).await
+    }
+
+    /// Operator view of a task's log (any task of the operator's tenant).
+    pub async fn logs(
+        &self,
+        scope: &PrincipalScope,
+        id: &str,
+        after: i64,
+    ) -> Result<Vec<(i64, String, String)>> {
+        if !scope.is_operator() {
+            return Err(Error::Forbidden("task logs are for operators".into()));
+        }
+        self.store
+            .get_task(scope.tenant(), scope.principal(), id, true)
+            .await?
+            .ok_or(Error::NotFound)?;
+        Ok(self.store.task_logs(id, after, 1000).await?)
+    }
+
+    /// Mark tasks a previous run of this node left running as `lost`.
+    pub async fn recover_lost(&self) -> anyhow::Result<usize> {
+        let lost = self.store.fail_lost_tasks(&self.node_id).await?;
+        for (id, session) in &lost {
+            let data = json!({"task_id": id, "status": "lost"});
+            self.events
+                .append(session, None, "task.updated", data)
+                .await?;
+        }
+        Ok(lost.len())
+    }
+
+    /// Cancel every running task and wait for them to settle.
+    pub async fn shutdown(&self, grace: Duration) {
+        for r in self.running().values() {
+            r.token.cancel();
+        }
+        let deadline = Instant::now() + grace;
+        while !self.running().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
