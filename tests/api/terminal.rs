@@ -459,3 +459,37 @@ async fn a_200_mb_flood_keeps_server_memory_flat_and_the_log_bounded() {
     let tail = res["data"]["content"].as_str().unwrap();
     assert!(tail.len() < 13_000 + 200, "the model view is a tail");
 }
+
+#[tokio::test]
+async fn a_binding_expiry_shortens_the_timeout_and_ends_the_tree() {
+    let app = spawn_with(
+        Backend::Sqlite,
+        Opts::default().env("DEMO_TOKEN", "expiring-value-1234"),
+    )
+    .await;
+    let tok = app.token("default", "alice");
+    write_core(&app, "binder", "    secret.bind:DEMO_TOKEN: {}\n");
+    let (_, s) = app
+        .post(&tok, "/v1/sessions", json!({"core": "binder"}))
+        .await;
+    let sid = s["id"].as_str().unwrap().to_owned();
+    let args = json!({"command": "sleep 20", "timeout_seconds": 60,
+        "secret_bindings": [{"source": "env:DEMO_TOKEN", "expires_in_seconds": 1}]});
+    let started = std::time::Instant::now();
+    let (_, res) = run(&app, &tok, &sid, term(args), "allow_once").await;
+    assert_eq!(res["data"]["status"], "timed_out", "{res}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the expiry, not the 60 s timeout, ended it"
+    );
+    let pgid = res["data"]["data"]["process"]["pgid"].as_i64().unwrap();
+    assert!(!group_alive(pgid));
+    // An expiry longer than the timeout is refused; background bindings too.
+    let too_long = json!({"command": "true", "timeout_seconds": 5,
+        "secret_bindings": [{"source": "env:DEMO_TOKEN", "expires_in_seconds": 30}]});
+    let (_, res) = run(&app, &tok, &sid, term(too_long), "allow_once").await;
+    assert_eq!(res["data"]["status"], "invalid");
+    let bg = json!({"command": "true", "background": true, "secret_bindings": [{"source": "env:DEMO_TOKEN"}]});
+    let (_, res) = run(&app, &tok, &sid, term(bg), "allow_once").await;
+    assert_eq!(res["data"]["status"], "invalid");
+}
