@@ -40,6 +40,9 @@ impl Application {
         let tokens = TokenService::new(&key, &config.auth).context("load token keys")?;
         let metrics = Arc::new(Metrics::default());
         let events = EventLog::start(store.clone(), Hub::new(config.stream_buffer));
+        if config.database.backend == crate::config::Backend::Postgres {
+            events.follow_peers(config.database.url.clone());
+        }
         let openai: Option<Arc<dyn crate::turn::provider::Provider>> = match config.provider.kind {
             ProviderKind::OpenAi => Some(Arc::new(OpenAiProvider::new(
                 &config.provider.openai_base_url,

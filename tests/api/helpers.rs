@@ -416,6 +416,28 @@ impl TestApp {
         next
     }
 
+    /// A second instance on the same database, with its own home but this
+    /// instance's signing key (so the same tokens work on both).
+    pub async fn spawn_peer(&self) -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join("keys")).unwrap();
+        std::fs::copy(
+            self.home.join("keys/signing.key"),
+            home.join("keys/signing.key"),
+        )
+        .unwrap();
+        let mut peer = start(
+            self.backend,
+            home,
+            self.database_url.clone(),
+            self.opts.clone(),
+        )
+        .await;
+        peer._home_dir = Some(dir);
+        peer
+    }
+
     pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {

@@ -233,3 +233,33 @@ async fn an_approval_can_be_decided_over_the_websocket() {
         .join("tenants/default/workspaces/alice/default/ws.txt");
     assert_eq!(std::fs::read_to_string(written).unwrap(), "via ws");
 }
+
+#[tokio::test]
+async fn events_fan_out_across_instances_sharing_postgres() {
+    if !backends().contains(&Backend::Postgres) {
+        return;
+    }
+    let a = spawn_app(Backend::Postgres).await;
+    let b = a.spawn_peer().await;
+    let tok = a.token("default", "alice");
+    let sid = a.create_session(&tok).await;
+    // Subscribe on B first, then run the turn on A.
+    let (evs, _) = tokio::join!(b.sse_until(&tok, &sid, "", None, is_terminal), async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        a.start_turn(&tok, &sid, json!({"input": "across nodes"}))
+            .await
+    });
+    assert_eq!(types(&evs), ["turn.started", "message", "turn.completed"]);
+    assert_eq!(evs[1]["data"]["content"], "[fake] across nodes");
+    // And the other way round, over WebSocket on A for a turn run by B.
+    let mut ws = ws_connect(&a, &sid, "?after=3", Some(&tok)).await;
+    b.start_turn(&tok, &sid, json!({"input": "back again"}))
+        .await;
+    let evs = ws_read_until(&mut ws, is_terminal).await;
+    assert_eq!(
+        evs.iter()
+            .map(|e| e["seq"].as_i64().unwrap())
+            .collect::<Vec<_>>(),
+        [4, 5, 6]
+    );
+}

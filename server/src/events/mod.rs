@@ -4,6 +4,7 @@
 //! database and then follow the live feed, with no gap and no duplicate.
 
 mod hub;
+pub mod peers;
 mod subscription;
 
 use std::sync::Arc;
@@ -70,6 +71,16 @@ impl EventLog {
         let (tx, rx) = mpsc::channel(4096);
         tokio::spawn(writer(store.clone(), hub.clone(), rx));
         Self { store, hub, tx }
+    }
+
+    /// Also deliver events committed by other instances on the same
+    /// PostgreSQL database (LISTEN/NOTIFY).
+    pub fn follow_peers(&self, database_url: String) {
+        tokio::spawn(peers::listen(
+            database_url,
+            self.store.clone(),
+            self.hub.clone(),
+        ));
     }
 
     /// Persist an event, then publish it. Returns the stored event.

@@ -203,6 +203,18 @@ impl Store {
             }
             q.execute(&mut *tx).await?;
         }
+        if self.backend() == crate::config::Backend::Postgres {
+            // Delivered to every listening instance when the batch commits.
+            let pairs: Vec<(String, i64)> =
+                next.iter().map(|(sid, n)| (sid.clone(), n - 1)).collect();
+            for payload in crate::events::peers::payloads(&pairs) {
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(crate::events::peers::CHANNEL)
+                    .bind(payload)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
         tx.commit().await?;
         Ok(out)
     }
