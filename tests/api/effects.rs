@@ -667,7 +667,7 @@ async fn a_known_secret_never_reaches_the_database_logs_or_events() {
             app.client
                 .post(app.url(&format!("/v1/clarifications/{id}")))
                 .bearer_auth(&tok)
-                .json(&json!({"answer": "ok"}))
+                .json(&json!({"answer": format!("my token={SECRET}")}))
                 .send()
                 .await
                 .unwrap();

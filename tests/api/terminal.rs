@@ -493,3 +493,58 @@ async fn a_binding_expiry_shortens_the_timeout_and_ends_the_tree() {
     let (_, res) = run(&app, &tok, &sid, term(bg), "allow_once").await;
     assert_eq!(res["data"]["status"], "invalid");
 }
+
+#[tokio::test]
+async fn literal_reads_through_symlinks_out_of_the_workspace_ask_first() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    let ws = app.home.join("tenants/default/workspaces/alice/default");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "outside-canary").unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.join("etc")).unwrap();
+    std::fs::write(ws.join(".env"), "KEY=env-canary").unwrap();
+    std::os::unix::fs::symlink(ws.join(".env"), ws.join("notes.txt")).unwrap();
+    for cmd in ["cat etc/secret.txt", "cat notes.txt", "grep -R outside ."] {
+        let (evs, res) = run(&app, &tok, &sid, term(json!({"command": cmd})), "deny").await;
+        assert!(
+            types(&evs).contains(&"approval.requested"),
+            "{cmd}: must ask"
+        );
+        assert_eq!(res["data"]["status"], "denied", "{cmd}");
+        assert!(
+            !serde_json::to_string(&evs).unwrap().contains("canary"),
+            "{cmd}"
+        );
+    }
+    // search_files skips a symlink whose target is sensitive.
+    let script = json!([{"tool_calls": [{"name": "search_files", "arguments": {"query": "canary", "path": "."}}]}, {"content": "ok"}]);
+    let (evs, res) = run(&app, &tok, &sid, script, "deny").await;
+    assert_eq!(res["data"]["status"], "succeeded");
+    assert!(!serde_json::to_string(&evs).unwrap().contains("env-canary"));
+    // A pathological glob pattern returns at once.
+    let script = json!([{"tool_calls": [{"name": "search_files", "arguments": {"target": "name", "pattern": "********************x"}}]}, {"content": "ok"}]);
+    let (_, res) = run(&app, &tok, &sid, script, "deny").await;
+    assert_eq!(res["data"]["status"], "succeeded");
+    // Overlay values never reach events; reserved keys are refused.
+    let (evs, _) = run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": "true", "env": {"CONN": "overlay-canary"}})),
+        "allow_once",
+    )
+    .await;
+    assert!(!serde_json::to_string(&evs)
+        .unwrap()
+        .contains("overlay-canary"));
+    let (_, res) = run(
+        &app,
+        &tok,
+        &sid,
+        term(json!({"command": "true", "env": {"LD_PRELOAD": "/x.so"}})),
+        "allow_once",
+    )
+    .await;
+    assert_eq!(res["data"]["status"], "invalid");
+}

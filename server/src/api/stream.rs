@@ -178,13 +178,14 @@ async fn client_frame(app: &SharedApp, scope: &PrincipalScope, text: &str) -> se
     if v.get("type").and_then(|t| t.as_str()) != Some("approval") {
         return error("unknown frame type; expected \"approval\"".into());
     }
-    let id = v
+    let raw = v
         .get("approval_id")
         .and_then(|t| t.as_str())
         .unwrap_or_default();
-    if uuid::Uuid::try_parse(id).is_err() {
+    let Ok(id) = uuid::Uuid::try_parse(raw).map(|u| u.as_hyphenated().to_string()) else {
         return error("approval_id must be an approval id".into());
-    }
+    };
+    let id = id.as_str();
     let Some(decision) = v
         .get("decision")
         .and_then(|t| t.as_str())

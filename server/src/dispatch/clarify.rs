@@ -135,7 +135,9 @@ impl Clarifications {
                 row.state
             )));
         }
-        if !self.store.settle_clarification(id, Some(answer)).await? {
+        // The model gets the answer as given; the record and the event keep it redacted.
+        let shown = SecretRedactor::new().redact_str_for(answer, View::Event);
+        if !self.store.settle_clarification(id, Some(&shown)).await? {
             return Err(Error::Conflict(
                 "clarification was settled meanwhile".into(),
             ));
@@ -143,6 +145,7 @@ impl Clarifications {
         if let Some(tx) = self.waiters().get(id) {
             let _ = tx.send(Some(answer.to_owned()));
         }
+        let answer = shown.as_str();
         self.events
             .append(
                 &row.session_id,

@@ -399,7 +399,13 @@ impl Dispatcher {
     ) -> crate::error::Result<CallRecord> {
         let mut redactor = SecretRedactor::new();
         redactor.discover_json(args);
-        let args_view = redactor.redact_json_for(args, View::Event);
+        let mut args_view = redactor.redact_json_for(args, View::Event);
+        // An explicit environment overlay is shown by key only.
+        if let Some(env) = args_view.get_mut("env").and_then(Value::as_object_mut) {
+            for (k, v) in env.iter_mut() {
+                *v = Value::String(format!("<redacted:{k}>"));
+            }
+        }
         self.events
             .append(
                 &ctx.session_id,

@@ -21,46 +21,79 @@ const MAX_ENTRIES: usize = 50_000;
 /// Characters of a matching line shown.
 const LINE_CHARS: usize = 300;
 
-/// Shell-style `fnmatch`: `*`, `?`, `[abc]`, `[!abc]`, `[a-z]`.
+/// Shell-style `fnmatch`: `*`, `?`, `[abc]`, `[!abc]`, `[a-z]`. Iterative,
+/// backtracking only to the last `*`, so no pattern can make it exponential.
 pub fn fnmatch(pattern: &str, name: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let n: Vec<char> = name.chars().collect();
-    fn go(p: &[char], n: &[char]) -> bool {
-        match p.first() {
-            None => n.is_empty(),
-            Some('*') => (0..=n.len()).any(|i| go(&p[1..], &n[i..])),
-            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
-            Some('[') => {
-                let Some(close) = p.iter().skip(2).position(|c| *c == ']').map(|i| i + 2) else {
-                    return n.first() == Some(&'[') && go(&p[1..], &n[1..]);
-                };
-                let Some(c) = n.first() else { return false };
-                let set = &p[1..close];
-                let (negate, set) = match set.first() {
-                    Some('!') => (true, &set[1..]),
-                    _ => (false, set),
-                };
-                let mut hit = false;
-                let mut i = 0;
-                while i < set.len() {
-                    if i + 2 < set.len() && set[i + 1] == '-' {
-                        hit |= set[i] <= *c && *c <= set[i + 2];
-                        i += 3;
-                    } else {
-                        hit |= set[i] == *c;
-                        i += 1;
-                    }
-                }
-                hit != negate && go(&p[close + 1..], &n[1..])
-            }
-            Some(ch) => n.first() == Some(ch) && go(&p[1..], &n[1..]),
-        }
-    }
-    // Patterns are short; bound the backtracking on pathological ones.
     if p.len() > 256 {
         return false;
     }
-    go(&p, &n)
+    let (mut pi, mut ni) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ni));
+            pi += 1;
+            continue;
+        }
+        if pi < p.len() {
+            let (ok, width) = glob_item(&p, pi, n[ni]);
+            if ok {
+                pi += width;
+                ni += 1;
+                continue;
+            }
+        }
+        match star {
+            Some((sp, sn)) => {
+                pi = sp + 1;
+                ni = sn + 1;
+                star = Some((sp, sn + 1));
+            }
+            None => return false,
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+/// Does the pattern item at `p[i]` match `c`? Returns (matched, item width).
+fn glob_item(p: &[char], i: usize, c: char) -> (bool, usize) {
+    match p.get(i) {
+        Some('?') => (true, 1),
+        Some('[') => {
+            let close = p
+                .iter()
+                .skip(i + 2)
+                .position(|x| *x == ']')
+                .map(|k| k + i + 2);
+            let Some(close) = close else {
+                return (c == '[', 1);
+            };
+            let set = &p[i + 1..close];
+            let (negate, set) = match set.first() {
+                Some('!') => (true, &set[1..]),
+                _ => (false, set),
+            };
+            let mut hit = false;
+            let mut k = 0;
+            while k < set.len() {
+                if k + 2 < set.len() && set[k + 1] == '-' {
+                    hit |= set[k] <= c && c <= set[k + 2];
+                    k += 3;
+                } else {
+                    hit |= set[k] == c;
+                    k += 1;
+                }
+            }
+            (hit != negate, close + 1 - i)
+        }
+        Some(other) => (*other == c, 1),
+        None => (false, 1),
+    }
 }
 
 struct Walk {
@@ -105,6 +138,17 @@ fn walk(ws: &Path, root: &Path, include_sensitive: bool) -> Walk {
                 // Follow only links that stay inside the workspace.
                 match std::fs::canonicalize(&p) {
                     Ok(target) if target.starts_with(ws) && target.is_file() => {
+                        // Judge the link by what it points at, not by its name.
+                        let rel = target.strip_prefix(ws).unwrap_or(&target);
+                        if !matches!(
+                            workspace::is_sensitive(rel, Access::Read),
+                            Sensitivity::None
+                        ) {
+                            out.saw_sensitive = true;
+                            if !include_sensitive {
+                                continue;
+                            }
+                        }
                         out.files.push((p, false))
                     }
                     _ => {}
@@ -284,6 +328,19 @@ mod tests {
             ("[", "[", true),
             ("a*b*c", "aXXbYYc", true),
             ("a*b*c", "aXXbYY", false),
+            (
+                "********************x",
+                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                false,
+            ),
+            (
+                "*a*a*a*a*a*a*a*a*b",
+                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                false,
+            ),
+            ("**", "", true),
+            ("*.[ch]", "x.c", true),
+            ("a?c*", "abcdef", true),
         ] {
             assert_eq!(fnmatch(p, n), want, "{p} ~ {n}");
         }

@@ -111,6 +111,12 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
                     format!("env key {k:?} is not a variable name"),
                 );
             }
+            if exec::is_reserved_env_target(k) {
+                return ToolOutcome::error(
+                    ToolStatus::Invalid,
+                    format!("env key {k:?} controls execution and cannot be overridden"),
+                );
+            }
             let v = match v {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
@@ -186,15 +192,25 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         .take(8)
         .map(|b| format!("{b:02x}"))
         .collect();
-    let literal_safe =
-        verdict.decision == Decision::Allow && overlay.is_empty() && bindings.is_empty();
+    // The guard is pure and never looks at the disk: a literal read of a
+    // symlink that leads out of the workspace (or to a credential file) must
+    // still ask.
+    let escapes =
+        verdict.decision == Decision::Allow && reads_outside(env.workspace(), &cwd.abs, &command);
+    let literal_safe = verdict.decision == Decision::Allow
+        && !escapes
+        && overlay.is_empty()
+        && bindings.is_empty();
     if literal_safe {
         // A literal read-only command runs without asking, unless policy denies terminal outright.
         if env.entry.policy == Policy::Deny {
             return ToolOutcome::error(ToolStatus::Denied, "approval policy denies terminal");
         }
     } else {
-        let risk = match (verdict.risk, overlay.is_empty() && bindings.is_empty()) {
+        let risk = match (
+            verdict.risk,
+            overlay.is_empty() && bindings.is_empty() && !escapes,
+        ) {
             (command_guard::Risk::Critical, _) => Risk::Critical,
             (_, false) => Risk::High,
             (command_guard::Risk::High, _) => Risk::High,
@@ -257,11 +273,13 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         .filter_map(|b| b.expires)
         .fold(timeout as u64, u64::min);
     let tenant = env.ctx.scope.tenant().as_str();
+    // One HOME per principal: dotfiles one principal writes never run for another.
     let runtime_home = env
         .home()
         .join("runtime")
         .join("terminal-home")
-        .join(tenant);
+        .join(tenant)
+        .join(env.ctx.scope.principal().as_str());
     if let Err(e) = exec::ensure_runtime_home(&runtime_home) {
         return ToolOutcome::error(
             ToolStatus::Failed,
@@ -360,6 +378,47 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         content: Value::String(content),
         data,
     }
+}
+
+/// Options that make read tools follow symlinks while they recurse.
+const FOLLOWING: &[&str] = &[
+    "-R",
+    "-L",
+    "--follow",
+    "--dereference-recursive",
+    "--dereference",
+    "-H",
+];
+
+/// Whether a literal command names a path (or a symlink-following option)
+/// that resolves outside the workspace or onto a sensitive file.
+fn reads_outside(workspace: &std::path::Path, cwd: &std::path::Path, command: &str) -> bool {
+    for raw in command.split_whitespace().skip(1) {
+        let word = raw.trim_matches(|c| c == '\'' || c == '"');
+        if FOLLOWING.contains(&word) {
+            return true;
+        }
+        if word.starts_with('-') || word.is_empty() || word == "|" {
+            continue;
+        }
+        let candidate = if std::path::Path::new(word).is_absolute() {
+            std::path::PathBuf::from(word)
+        } else {
+            cwd.join(word)
+        };
+        let Some(text) = candidate.to_str() else {
+            return true;
+        };
+        match workspace::resolve(workspace, text, Access::Read) {
+            Ok(r) if !r.exists => {}
+            Ok(r) if !r.inside || !matches!(r.sensitivity, workspace::Sensitivity::None) => {
+                return true
+            }
+            Ok(_) => {}
+            Err(_) => {}
+        }
+    }
+    false
 }
 
 /// The model text (exit code, tails), operator data and status of a run.
