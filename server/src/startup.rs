@@ -78,6 +78,7 @@ impl Application {
             clarifications,
             tasks.clone(),
             events.clone(),
+            store.clone(),
             &config.home,
         );
         let turns = TurnService::new(

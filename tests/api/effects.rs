@@ -703,3 +703,71 @@ async fn a_known_secret_never_reaches_the_database_logs_or_events() {
     assert!(scanned >= 3, "scanned {scanned} files");
     drop(app);
 }
+
+#[tokio::test]
+async fn history_search_is_owner_scoped_over_rest_and_session_bound_for_the_model() {
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let alice = app.token("default", "alice");
+        let bob = app.token("default", "bob");
+        let s1 = app.create_session(&alice).await;
+        let s2 = app.create_session(&alice).await;
+        for (sid, text) in [(&s1, "the zebra_100% note"), (&s2, "another zebra")] {
+            let tid = app.start_turn(&alice, sid, json!({"input": text})).await;
+            app.wait_turn(&alice, sid, &tid).await;
+        }
+        let (st, r) = app.get(&alice, "/v1/search?q=ZEBRA").await;
+        assert_eq!(st, 200, "{r}");
+        assert_eq!(
+            r["results"].as_array().unwrap().len(),
+            4,
+            "{backend:?}: user + assistant per session: {r}"
+        );
+        let (_, r) = app
+            .get(&alice, &format!("/v1/search?q=zebra&session={s1}"))
+            .await;
+        assert!(r["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["session_id"] == s1.as_str()));
+        let (_, r) = app.get(&alice, "/v1/search?q=_100%25").await;
+        assert_eq!(
+            r["results"].as_array().unwrap().len(),
+            2,
+            "LIKE wildcards are literal: {r}"
+        );
+        let (_, r) = app.get(&bob, "/v1/search?q=zebra").await;
+        assert_eq!(r["results"].as_array().unwrap().len(), 0);
+        assert_eq!(app.get(&alice, "/v1/search?q=").await.0, 400);
+        // The model reads only its own session, after approval.
+        let evs = approve_turn(
+            &app,
+            &alice,
+            &s1,
+            call("session_search", json!({"query": "zebra"})),
+            "allow_once",
+        )
+        .await;
+        assert!(types(&evs).contains(&"approval.requested"));
+        let res = evs.iter().find(|e| e["type"] == "tool.result").unwrap();
+        assert_eq!(res["data"]["status"], "succeeded", "{res}");
+        let hits = res["data"]["content"]["results"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert!(
+            !hits.is_empty() && hits.iter().all(|h| h["session_id"] == s1.as_str()),
+            "{res}"
+        );
+        let evs = approve_turn(
+            &app,
+            &alice,
+            &s1,
+            call("session_search", json!({"session_id": s2})),
+            "allow_once",
+        )
+        .await;
+        assert_eq!(results(&evs), ["not_found"]);
+    }
+}

@@ -7,6 +7,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod health;
+pub mod search;
 pub mod sessions;
 pub mod stream;
 pub mod tasks;
@@ -38,7 +39,7 @@ use error::ApiError;
         events::session_events, stream::session_stream,
         tools::list_tools, turns::call_tool,
         approvals::list_approvals, approvals::decide_approval, approvals::answer_clarification,
-        tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs,
+        tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs, search::search,
     ),
     modifiers(&BearerAuth),
     tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "operations"))
@@ -94,6 +95,7 @@ pub fn router(app: SharedApp) -> Router {
             "/v1/clarifications/{id}",
             post(approvals::answer_clarification),
         )
+        .route("/v1/search", get(search::search))
         .route("/v1/tasks", get(tasks::list_tasks))
         .route("/v1/tasks/{id}", get(tasks::get_task))
         .route("/v1/tasks/{id}/cancel", post(tasks::cancel_task))

@@ -63,6 +63,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "patch",
     "search_files",
     "terminal",
+    "session_search",
     "todo",
     "clarify",
     "tools_list",

@@ -211,6 +211,27 @@ impl ToolEnv<'_> {
             .await
     }
 
+    /// Owner-scoped history of one of this principal's sessions.
+    pub async fn search_history(
+        &self,
+        session_id: &str,
+        needle: &str,
+        limit: u32,
+    ) -> crate::error::Result<Vec<crate::store::MessageHit>> {
+        let scope = &self.ctx.scope;
+        Ok(self
+            .host
+            .store
+            .search_messages(
+                scope.tenant(),
+                scope.principal(),
+                Some(session_id),
+                needle,
+                limit,
+            )
+            .await?)
+    }
+
     /// The host's home folder (runtime state, artifacts).
     pub fn home(&self) -> &Path {
         &self.host.home
@@ -279,6 +300,7 @@ impl ToolEnv<'_> {
 
 /// Tools whose adapters resolve approval themselves (they know the target).
 const HANDLER_APPROVAL: &[&str] = &[
+    "session_search",
     "read_file",
     "write_file",
     "patch",
@@ -302,6 +324,7 @@ pub struct Dispatcher {
     pub clarifications: Clarifications,
     pub tasks: crate::tasks::Tasks,
     events: EventLog,
+    store: crate::store::Store,
     home: PathBuf,
 }
 
@@ -317,12 +340,14 @@ impl Dispatcher {
         clarifications: Clarifications,
         tasks: crate::tasks::Tasks,
         events: EventLog,
+        store: crate::store::Store,
         home: &Path,
     ) -> Arc<Self> {
         Arc::new(Self {
             approvals,
             clarifications,
             tasks,
+            store,
             events,
             home: home.to_path_buf(),
         })

@@ -29,3 +29,102 @@ impl Store {
         Ok(out)
     }
 }
+
+/// One history hit of an owner-scoped search.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MessageHit {
+    pub message_id: i64,
+    pub session_id: String,
+    pub turn_id: String,
+    pub role: String,
+    pub content: String,
+    pub created_at: i64,
+}
+
+/// `%`, `_` and `\` taken literally inside a LIKE pattern.
+fn like_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    for c in s.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl Store {
+    /// Messages of the principal's own sessions (optionally one session)
+    /// whose text contains `needle` (case-insensitive; empty matches all), newest first.
+    pub async fn search_messages(
+        &self,
+        tenant: &crate::ids::TenantId,
+        principal: &crate::ids::PrincipalId,
+        session_id: Option<&str>,
+        needle: &str,
+        limit: u32,
+    ) -> Result<Vec<MessageHit>, sqlx::Error> {
+        let pattern = format!("%{}%", like_escape(&needle.to_lowercase()));
+        let base = "SELECT m.id, m.session_id, m.turn_id, m.body, m.created_at FROM messages m \
+             JOIN sessions s ON s.id = m.session_id \
+             WHERE s.tenant_id = $1 AND s.principal_id = $2 AND LOWER(m.body) LIKE $3 ESCAPE '\\'";
+        let rows = match session_id {
+            Some(sid) => {
+                let sql = format!("{base} AND m.session_id = $4 ORDER BY m.id DESC LIMIT $5");
+                sqlx::query(&sql)
+                    .bind(tenant.as_str())
+                    .bind(principal.as_str())
+                    .bind(&pattern)
+                    .bind(sid)
+                    .bind(i64::from(limit))
+                    .fetch_all(self.pool())
+                    .await?
+            }
+            None => {
+                let sql = format!("{base} ORDER BY m.id DESC LIMIT $4");
+                sqlx::query(&sql)
+                    .bind(tenant.as_str())
+                    .bind(principal.as_str())
+                    .bind(&pattern)
+                    .bind(i64::from(limit))
+                    .fetch_all(self.pool())
+                    .await?
+            }
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let body: String = r.try_get(3)?;
+            let v: serde_json::Value =
+                serde_json::from_str(&body).unwrap_or(serde_json::Value::Null);
+            let content = match v.get("content") {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(serde_json::Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            out.push(MessageHit {
+                message_id: r.try_get(0)?,
+                session_id: r.try_get(1)?,
+                turn_id: r.try_get(2)?,
+                role: v
+                    .get("role")
+                    .and_then(|x| x.as_str())
+                    .unwrap_or("")
+                    .to_owned(),
+                content: content.chars().take(800).collect(),
+                created_at: r.try_get(4)?,
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like_escape;
+
+    #[test]
+    fn like_patterns_are_literal() {
+        assert_eq!(like_escape("a%b_c\\d"), "a\\%b\\_c\\\\d");
+        assert_eq!(like_escape("plain"), "plain");
+    }
+}

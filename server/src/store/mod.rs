@@ -21,6 +21,7 @@ use tokio::sync::{Mutex, MutexGuard};
 
 pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification};
 pub use events::{EventRow, NewEvent, TurnFinish};
+pub use messages::MessageHit;
 pub use sessions::{NewSession, SessionRow};
 pub use tasks::{NewTask, TaskRow};
 pub use turns::{LostTurn, StartTurn, TurnRow, TurnStatus};

@@ -4,6 +4,7 @@
 
 pub mod clarify;
 pub mod files;
+pub mod history;
 pub mod search;
 pub mod terminal;
 pub mod todo;
@@ -21,6 +22,7 @@ pub async fn run_builtin(env: &ToolEnv<'_>, name: &str, args: &Value) -> ToolOut
         "search_files" => search::search_files(env, args).await,
         "terminal" => terminal::terminal(env, args).await,
         "todo" => todo::todo(env, args).await,
+        "session_search" => history::session_search(env, args).await,
         "clarify" => clarify::clarify(env, args).await,
         "tools_list" => ToolOutcome::ok_json(env.catalog.tools_list_view()),
         other => ToolOutcome::error(
