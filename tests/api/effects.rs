@@ -771,3 +771,57 @@ async fn history_search_is_owner_scoped_over_rest_and_session_bound_for_the_mode
         assert_eq!(results(&evs), ["not_found"]);
     }
 }
+
+#[tokio::test]
+async fn skills_are_listed_and_viewed_from_the_core() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    write_core(
+        &app,
+        "default",
+        "skilled",
+        "schema_version: 1\nagent:\n  id: skilled\ntools:\n  toolsets: [coding]\n",
+        &[
+            ("agent/skills/deploy/SKILL.md", "---\nname: deploy\ndescription: How we ship\ncategory: ops\n---\nRun the pipeline."),
+            ("agent/skills/deploy/references/checklist.md", "1. tag\n2. push"),
+            ("agent/skills/style.md", "---\nname: style\ndescription: House style\n---\nShort sentences."),
+        ],
+    );
+    let (_, s) = app
+        .post(&tok, "/v1/sessions", json!({"core": "skilled"}))
+        .await;
+    let sid = s["id"].as_str().unwrap().to_owned();
+    let script = json!([
+        {"tool_calls": [
+            {"name": "skills_list", "arguments": {}},
+            {"name": "skill_view", "arguments": {"name": "deploy"}},
+            {"name": "skill_view", "arguments": {"name": "deploy", "file_path": "references/checklist.md"}},
+            {"name": "skill_view", "arguments": {"name": "deploy", "file_path": "../../agent.yaml"}},
+            {"name": "skill_view", "arguments": {"name": "nope"}}
+        ]},
+        {"content": "done"}
+    ]);
+    let evs = approve_turn(&app, &tok, &sid, script, "deny").await;
+    assert_eq!(
+        results(&evs),
+        [
+            "succeeded",
+            "succeeded",
+            "succeeded",
+            "not_found",
+            "not_found"
+        ]
+    );
+    let res: Vec<&Value> = evs.iter().filter(|e| e["type"] == "tool.result").collect();
+    let list = &res[0]["data"]["content"];
+    assert_eq!(list["count"], 2, "{list}");
+    assert_eq!(list["categories"], json!(["general", "ops"]));
+    assert!(res[1]["data"]["content"]
+        .as_str()
+        .unwrap()
+        .contains("Run the pipeline."));
+    assert!(res[2]["data"]["content"]
+        .as_str()
+        .unwrap()
+        .contains("2. push"));
+}

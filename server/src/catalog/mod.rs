@@ -64,6 +64,8 @@ pub const IMPLEMENTED: &[&str] = &[
     "search_files",
     "terminal",
     "session_search",
+    "skills_list",
+    "skill_view",
     "todo",
     "clarify",
     "tools_list",

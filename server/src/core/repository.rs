@@ -26,6 +26,8 @@ pub struct CoreView {
     pub resolved: crate::catalog::ResolvedCatalog,
     pub soul: Option<String>,
     pub max_model_steps: u32,
+    /// Skills of the core: (id, absolute path of its markdown file).
+    pub skills: Vec<(String, std::path::PathBuf)>,
 }
 
 struct Cached {
@@ -271,6 +273,11 @@ fn build_view(agents: &Path, core_dir: &Path, core_id: &str) -> Result<CoreView,
         resolved: crate::catalog::ResolvedCatalog::build(&catalog),
         catalog,
         soul: core.soul.clone(),
+        skills: core
+            .skills
+            .iter()
+            .map(|k| (k.id.clone(), core_dir.join(&k.path_rel)))
+            .collect(),
         max_model_steps: core.manifest.runtime.max_model_steps.clamp(1, 90) as u32,
     })
 }

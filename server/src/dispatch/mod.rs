@@ -101,6 +101,8 @@ pub struct CallContext {
     /// Identity of the core's effective configuration; approvals cached for
     /// the session die when it changes.
     pub core_fingerprint: String,
+    /// The core's skills: (id, absolute path of the markdown file).
+    pub skills: Arc<Vec<(String, PathBuf)>>,
     pub cancel: CancellationToken,
 }
 

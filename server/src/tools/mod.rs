@@ -6,6 +6,7 @@ pub mod clarify;
 pub mod files;
 pub mod history;
 pub mod search;
+pub mod skills;
 pub mod terminal;
 pub mod todo;
 
@@ -23,6 +24,8 @@ pub async fn run_builtin(env: &ToolEnv<'_>, name: &str, args: &Value) -> ToolOut
         "terminal" => terminal::terminal(env, args).await,
         "todo" => todo::todo(env, args).await,
         "session_search" => history::session_search(env, args).await,
+        "skills_list" => skills::skills_list(env, args).await,
+        "skill_view" => skills::skill_view(env, args).await,
         "clarify" => clarify::clarify(env, args).await,
         "tools_list" => ToolOutcome::ok_json(env.catalog.tools_list_view()),
         other => ToolOutcome::error(

@@ -402,6 +402,7 @@ impl TurnService {
                 .join("session-state")
                 .join(&ctx.session.id),
             core_fingerprint: catalog.fingerprint().to_owned(),
+            skills: std::sync::Arc::new(core.skills.clone()),
             cancel: token.clone(),
         };
         let script = match &ctx.mode {
