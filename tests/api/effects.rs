@@ -36,7 +36,7 @@ fn workspace(app: &TestApp, principal: &str) -> std::path::PathBuf {
         .join("default")
 }
 
-/// Start a scripted turn and answer its approval with `decision`; all events.
+/// Start a scripted turn and answer its approvals with `decision`; all events.
 async fn approve_turn(
     app: &TestApp,
     tok: &str,
@@ -44,36 +44,7 @@ async fn approve_turn(
     script: Value,
     decision: &str,
 ) -> Vec<Value> {
-    let (_, s) = app.get(tok, &format!("/v1/sessions/{sid}")).await;
-    let start = s["last_seq"].as_i64().unwrap();
-    app.start_turn(tok, sid, json!({"input": "go", "script": script}))
-        .await;
-    let mut evs = next_stop(app, tok, sid, start).await;
-    while let Some(last) = evs.last().cloned() {
-        if is_terminal(&last) {
-            break;
-        }
-        if last["type"] == "approval.requested" {
-            let id = last["data"]["approval_id"].as_str().unwrap();
-            let (st, b) = app
-                .post(
-                    tok,
-                    &format!("/v1/approvals/{id}"),
-                    json!({"decision": decision}),
-                )
-                .await;
-            assert_eq!(st, 200, "{b}");
-        }
-        let more = next_stop(app, tok, sid, last_seq(&evs)).await;
-        assert!(
-            !more.is_empty(),
-            "the turn stalled after {:?}\n{}",
-            types(&evs),
-            app.log()
-        );
-        evs.extend(more);
-    }
-    evs
+    run_script(app, tok, sid, script, decision).await
 }
 
 #[tokio::test]
@@ -683,23 +654,7 @@ async fn a_known_secret_never_reaches_the_database_logs_or_events() {
     let app = app.restart_after_crash().await;
     // Every file the server wrote (database, WAL, logs, state), except the
     // workspace where the test itself put the secret.
-    let mut stack = vec![home.clone()];
-    let mut scanned = 0;
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let p = entry.unwrap().path();
-            if p.ends_with("workspaces") {
-                continue;
-            }
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(bytes) = std::fs::read(&p) {
-                scanned += 1;
-                let hit = bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes());
-                assert!(!hit, "the secret reached {}", p.display());
-            }
-        }
-    }
+    let scanned = assert_secret_absent(&home, SECRET, &["workspaces"]);
     assert!(scanned >= 3, "scanned {scanned} files");
     drop(app);
 }

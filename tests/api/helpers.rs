@@ -557,3 +557,95 @@ pub fn tool_reply(name: &str, args: Value) -> Value {
         "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "call_abc", "type": "function",
             "function": {"name": name, "arguments": args.to_string()}}]}}]})
 }
+
+/// Start a scripted turn and answer every approval it asks for with
+/// `decision`; returns all of the turn's events, up to its terminal one.
+pub async fn run_script(
+    app: &TestApp,
+    tok: &str,
+    sid: &str,
+    script: Value,
+    decision: &str,
+) -> Vec<Value> {
+    let (_, s) = app.get(tok, &format!("/v1/sessions/{sid}")).await;
+    let mut after = s["last_seq"].as_i64().unwrap();
+    app.start_turn(tok, sid, json!({"input": "go", "script": script}))
+        .await;
+    let mut all: Vec<Value> = Vec::new();
+    loop {
+        let evs = app
+            .sse_until(tok, sid, &format!("?after={after}"), None, |e| {
+                is_terminal(e)
+                    || e["type"] == "approval.requested"
+                    || e["type"] == "clarify.requested"
+            })
+            .await;
+        assert!(
+            !evs.is_empty(),
+            "the turn stalled after {:?}\n{}",
+            types(&all),
+            app.log()
+        );
+        after = evs.last().unwrap()["seq"].as_i64().unwrap();
+        all.extend(evs);
+        let last = all.last().unwrap().clone();
+        if is_terminal(&last) {
+            return all;
+        }
+        if last["type"] == "approval.requested" {
+            let id = last["data"]["approval_id"].as_str().unwrap();
+            let (st, b) = app
+                .post(
+                    tok,
+                    &format!("/v1/approvals/{id}"),
+                    json!({"decision": decision}),
+                )
+                .await;
+            assert_eq!(st, 200, "{b}");
+        }
+    }
+}
+
+/// Wait for the first approval request matching `pred` and allow it once.
+pub async fn allow_next(app: &TestApp, tok: &str, sid: &str, pred: impl Fn(&Value) -> bool) {
+    let evs = app
+        .sse_until(tok, sid, "", None, |e| {
+            e["type"] == "approval.requested" && pred(e)
+        })
+        .await;
+    let id = evs.last().unwrap()["data"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (st, b) = app
+        .post(
+            tok,
+            &format!("/v1/approvals/{id}"),
+            json!({"decision": "allow_once"}),
+        )
+        .await;
+    assert_eq!(st, 200, "{b}");
+}
+
+/// Assert that no file under `root` (except folders named in `skip`)
+/// contains `secret`; returns how many files were read.
+pub fn assert_secret_absent(root: &Path, secret: &str, skip: &[&str]) -> usize {
+    let mut stack = vec![root.to_path_buf()];
+    let mut scanned = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            if skip.iter().any(|s| p.ends_with(s)) {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                scanned += 1;
+                let hit = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
+                assert!(!hit, "the secret reached {}", p.display());
+            }
+        }
+    }
+    scanned
+}

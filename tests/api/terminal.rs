@@ -12,7 +12,7 @@ fn term(args: Value) -> Value {
     json!([{"tool_calls": [{"name": "terminal", "arguments": args}]}, {"content": "done"}])
 }
 
-/// Run one scripted turn, answering approvals with `decision`; the terminal result event.
+/// Run one scripted turn, answering approvals with `decision`: its events and its `tool.result`.
 async fn run(
     app: &TestApp,
     tok: &str,
@@ -20,37 +20,7 @@ async fn run(
     script: Value,
     decision: &str,
 ) -> (Vec<Value>, Value) {
-    let (_, s) = app.get(tok, &format!("/v1/sessions/{sid}")).await;
-    let mut after = s["last_seq"].as_i64().unwrap();
-    app.start_turn(tok, sid, json!({"input": "go", "script": script}))
-        .await;
-    let mut all = Vec::new();
-    loop {
-        let evs = app
-            .sse_until(tok, sid, &format!("?after={after}"), None, |e| {
-                is_terminal(e) || e["type"] == "approval.requested"
-            })
-            .await;
-        assert!(
-            !evs.is_empty(),
-            "stalled after {:?}\n{}",
-            types(&all),
-            app.log()
-        );
-        after = evs.last().unwrap()["seq"].as_i64().unwrap();
-        all.extend(evs.clone());
-        let last = evs.last().unwrap();
-        if is_terminal(last) {
-            break;
-        }
-        let id = last["data"]["approval_id"].as_str().unwrap();
-        app.post(
-            tok,
-            &format!("/v1/approvals/{id}"),
-            json!({"decision": decision}),
-        )
-        .await;
-    }
+    let all = run_script(app, tok, sid, script, decision).await;
     let result = all
         .iter()
         .find(|e| e["type"] == "tool.result")
@@ -274,21 +244,7 @@ async fn bound_secrets_reach_the_command_but_never_any_view() {
     // Nothing the server wrote holds the value: database, logs, artifacts.
     let home = app.home.clone();
     let app = app.restart_after_crash().await;
-    let mut stack = vec![home];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(bytes) = std::fs::read(&p) {
-                assert!(
-                    !bytes.windows(VALUE.len()).any(|w| w == VALUE.as_bytes()),
-                    "value reached {}",
-                    p.display()
-                );
-            }
-        }
-    }
+    assert_secret_absent(&home, VALUE, &[]);
     drop(app);
 }
 
@@ -320,21 +276,7 @@ async fn timeouts_and_cancellation_end_the_whole_process_tree() {
 
     // Cancel a running turn: the tree goes with it.
     let tid = app.start_turn(&tok, &sid, json!({"input": "go", "script": term(json!({"command": stubborn, "timeout_seconds": 60}))})).await;
-    let evs = app
-        .sse_until(&tok, &sid, "", None, |e| {
-            e["type"] == "approval.requested" && e["turn_id"] == tid.as_str()
-        })
-        .await;
-    let id = evs.last().unwrap()["data"]["approval_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    app.post(
-        &tok,
-        &format!("/v1/approvals/{id}"),
-        json!({"decision": "allow_once"}),
-    )
-    .await;
+    allow_next(&app, &tok, &sid, |e| e["turn_id"] == tid.as_str()).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (st, t) = app
         .post(
@@ -369,19 +311,7 @@ async fn a_restart_ends_process_groups_a_crash_left_running() {
     let sid = app.create_session(&tok).await;
     let stubborn = "sh -c 'trap \"\" TERM; sleep 120 & trap \"\" TERM; sleep 120'";
     let tid = app.start_turn(&tok, &sid, json!({"input": "go", "script": term(json!({"command": stubborn, "timeout_seconds": 120}))})).await;
-    let evs = app
-        .sse_until(&tok, &sid, "", None, |e| e["type"] == "approval.requested")
-        .await;
-    let id = evs.last().unwrap()["data"]["approval_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    app.post(
-        &tok,
-        &format!("/v1/approvals/{id}"),
-        json!({"decision": "allow_once"}),
-    )
-    .await;
+    allow_next(&app, &tok, &sid, |_| true).await;
     // The host records the running group durably.
     let dir = app.home.join("runtime/processes");
     let mut pgid = None;

@@ -191,33 +191,18 @@ impl Store {
         state: Option<&str>,
         limit: u32,
     ) -> Result<Vec<ApprovalRow>, sqlx::Error> {
-        let rows = match state {
-            Some(st) => {
-                let sql = format!(
-                    "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE tenant_id = $1 AND principal_id = $2 AND state = $3 \
-                     ORDER BY created_at DESC LIMIT $4"
-                );
-                sqlx::query(&sql)
-                    .bind(tenant.as_str())
-                    .bind(principal.as_str())
-                    .bind(st)
-                    .bind(i64::from(limit))
-                    .fetch_all(self.pool())
-                    .await?
-            }
-            None => {
-                let sql = format!(
-                    "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE tenant_id = $1 AND principal_id = $2 \
-                     ORDER BY created_at DESC LIMIT $3"
-                );
-                sqlx::query(&sql)
-                    .bind(tenant.as_str())
-                    .bind(principal.as_str())
-                    .bind(i64::from(limit))
-                    .fetch_all(self.pool())
-                    .await?
-            }
-        };
+        // An absent filter is a NULL parameter: one statement serves both cases.
+        let sql = format!(
+            "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE tenant_id = $1 AND principal_id = $2 \
+             AND (CAST($3 AS TEXT) IS NULL OR state = $3) ORDER BY created_at DESC LIMIT $4"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(tenant.as_str())
+            .bind(principal.as_str())
+            .bind(state)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await?;
         rows.iter().map(decode_approval).collect()
     }
 

@@ -124,32 +124,18 @@ impl Store {
         session_id: Option<&str>,
         limit: u32,
     ) -> Result<Vec<TaskRow>, sqlx::Error> {
-        let rows = match session_id {
-            Some(sid) => {
-                let sql = format!(
-                    "SELECT {COLUMNS} FROM tasks WHERE tenant_id = $1 AND principal_id = $2 AND session_id = $3 \
-                     ORDER BY created_at DESC LIMIT $4"
-                );
-                sqlx::query(&sql)
-                    .bind(tenant.as_str())
-                    .bind(principal.as_str())
-                    .bind(sid)
-                    .bind(i64::from(limit))
-                    .fetch_all(self.pool())
-                    .await?
-            }
-            None => {
-                let sql = format!(
-                    "SELECT {COLUMNS} FROM tasks WHERE tenant_id = $1 AND principal_id = $2 ORDER BY created_at DESC LIMIT $3"
-                );
-                sqlx::query(&sql)
-                    .bind(tenant.as_str())
-                    .bind(principal.as_str())
-                    .bind(i64::from(limit))
-                    .fetch_all(self.pool())
-                    .await?
-            }
-        };
+        // An absent filter is a NULL parameter: one statement serves both cases.
+        let sql = format!(
+            "SELECT {COLUMNS} FROM tasks WHERE tenant_id = $1 AND principal_id = $2 \
+             AND (CAST($3 AS TEXT) IS NULL OR session_id = $3) ORDER BY created_at DESC LIMIT $4"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(tenant.as_str())
+            .bind(principal.as_str())
+            .bind(session_id)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await?;
         rows.iter().map(decode).collect()
     }
 
