@@ -36,24 +36,13 @@ fn workspace(app: &TestApp, principal: &str) -> std::path::PathBuf {
         .join("default")
 }
 
-/// Start a scripted turn and answer its approvals with `decision`; all events.
-async fn approve_turn(
-    app: &TestApp,
-    tok: &str,
-    sid: &str,
-    script: Value,
-    decision: &str,
-) -> Vec<Value> {
-    run_script(app, tok, sid, script, decision).await
-}
-
 #[tokio::test]
 async fn an_approved_write_happens_and_a_denied_one_does_not_on_every_backend() {
     for backend in backends() {
         let app = spawn_app(backend).await;
         let tok = app.token("default", "alice");
         let sid = app.create_session(&tok).await;
-        let evs = approve_turn(
+        let evs = run_script(
             &app,
             &tok,
             &sid,
@@ -82,7 +71,7 @@ async fn an_approved_write_happens_and_a_denied_one_does_not_on_every_backend() 
             "hello"
         );
 
-        let evs = approve_turn(
+        let evs = run_script(
             &app,
             &tok,
             &sid,
@@ -103,10 +92,10 @@ async fn allow_session_is_reused_in_the_session_only() {
     let alice = app.token("default", "alice");
     let s1 = app.create_session(&alice).await;
     let script = call("write_file", json!({"path": "same.txt", "content": "1"}));
-    let evs = approve_turn(&app, &alice, &s1, script.clone(), "allow_session").await;
+    let evs = run_script(&app, &alice, &s1, script.clone(), "allow_session").await;
     assert_eq!(results(&evs), ["succeeded"]);
     // Same session, same target: no new request.
-    let evs = approve_turn(&app, &alice, &s1, script.clone(), "deny").await;
+    let evs = run_script(&app, &alice, &s1, script.clone(), "deny").await;
     assert!(
         !types(&evs).contains(&"approval.requested"),
         "{:?}",
@@ -115,13 +104,13 @@ async fn allow_session_is_reused_in_the_session_only() {
     assert_eq!(results(&evs), ["succeeded"]);
     // Another session of the same principal asks again.
     let s2 = app.create_session(&alice).await;
-    let evs = approve_turn(&app, &alice, &s2, script.clone(), "deny").await;
+    let evs = run_script(&app, &alice, &s2, script.clone(), "deny").await;
     assert!(types(&evs).contains(&"approval.requested"));
     assert_eq!(results(&evs), ["denied"]);
     // Another principal asks again too.
     let bob = app.token("default", "bob");
     let s3 = app.create_session(&bob).await;
-    let evs = approve_turn(&app, &bob, &s3, script, "deny").await;
+    let evs = run_script(&app, &bob, &s3, script, "deny").await;
     assert!(types(&evs).contains(&"approval.requested"));
     // Someone else cannot decide alice's approvals: they look missing.
     let (_, s) = app.get(&alice, &format!("/v1/sessions/{s2}")).await;
@@ -240,7 +229,7 @@ async fn paths_cannot_escape_the_workspace() {
         "/tmp/demiurge-escape.txt",
         "link/escape.txt",
     ] {
-        let evs = approve_turn(
+        let evs = run_script(
             &app,
             &tok,
             &sid,
@@ -259,7 +248,7 @@ async fn paths_cannot_escape_the_workspace() {
     assert!(!std::path::Path::new("/tmp/demiurge-escape.txt").exists());
     // Reads outside the workspace need approval; denied, nothing is read.
     std::fs::write(outside.path().join("secret.txt"), "outside-data").unwrap();
-    let evs = approve_turn(
+    let evs = run_script(
         &app,
         &tok,
         &sid,
@@ -274,7 +263,7 @@ async fn paths_cannot_escape_the_workspace() {
         .contains("outside-data"));
     // Sensitive paths inside the workspace need approval to read.
     std::fs::write(ws.join(".env"), "X=1").unwrap();
-    let evs = approve_turn(
+    let evs = run_script(
         &app,
         &tok,
         &sid,
@@ -285,7 +274,7 @@ async fn paths_cannot_escape_the_workspace() {
     assert!(types(&evs).contains(&"approval.requested"));
     // Ordinary reads inside are automatic.
     std::fs::write(ws.join("plain.txt"), "line one\nline two").unwrap();
-    let evs = approve_turn(
+    let evs = run_script(
         &app,
         &tok,
         &sid,
@@ -311,7 +300,7 @@ async fn bad_arguments_are_invalid_and_unknown_tools_not_found() {
         ]},
         {"content": "done"}
     ]);
-    let evs = approve_turn(&app, &tok, &sid, script, "deny").await;
+    let evs = run_script(&app, &tok, &sid, script, "deny").await;
     assert_eq!(
         results(&evs),
         ["invalid", "invalid", "not_found", "invalid"]
@@ -331,7 +320,7 @@ async fn patch_search_and_todo_work_through_the_dispatcher() {
     let ws = workspace(&app, "alice");
     std::fs::create_dir_all(ws.join("src")).unwrap();
     std::fs::write(ws.join("src/lib.rs"), "fn old() {}\nfn other() { old() }\n").unwrap();
-    let evs = approve_turn(
+    let evs = run_script(
         &app,
         &tok,
         &sid,
@@ -355,7 +344,7 @@ async fn patch_search_and_todo_work_through_the_dispatcher() {
         diff.contains("-fn old() {}") && diff.contains("+fn new() {}"),
         "{diff}"
     );
-    let evs = approve_turn(
+    let evs = run_script(
         &app,
         &tok,
         &sid,
@@ -378,7 +367,7 @@ async fn patch_search_and_todo_work_through_the_dispatcher() {
                         {"name": "todo", "arguments": {"action": "list"}}]},
         {"content": "done"}
     ]);
-    let evs = approve_turn(&app, &tok, &sid, script, "deny").await;
+    let evs = run_script(&app, &tok, &sid, script, "deny").await;
     let last = evs.iter().rfind(|e| e["type"] == "tool.result").unwrap();
     assert_eq!(last["data"]["content"], "1. [x] write tests");
 }
@@ -566,7 +555,7 @@ async fn capabilities_and_metadata_overrides_are_enforced() {
         .unwrap()
         .iter()
         .any(|t| t["name"] == "todo"));
-    let evs = approve_turn(
+    let evs = run_script(
         &app,
         &tok,
         &sid,
@@ -696,7 +685,7 @@ async fn history_search_is_owner_scoped_over_rest_and_session_bound_for_the_mode
         assert_eq!(r["results"].as_array().unwrap().len(), 0);
         assert_eq!(app.get(&alice, "/v1/search?q=").await.0, 400);
         // The model reads only its own session, after approval.
-        let evs = approve_turn(
+        let evs = run_script(
             &app,
             &alice,
             &s1,
@@ -715,7 +704,7 @@ async fn history_search_is_owner_scoped_over_rest_and_session_bound_for_the_mode
             !hits.is_empty() && hits.iter().all(|h| h["session_id"] == s1.as_str()),
             "{res}"
         );
-        let evs = approve_turn(
+        let evs = run_script(
             &app,
             &alice,
             &s1,
@@ -756,7 +745,7 @@ async fn skills_are_listed_and_viewed_from_the_core() {
         ]},
         {"content": "done"}
     ]);
-    let evs = approve_turn(&app, &tok, &sid, script, "deny").await;
+    let evs = run_script(&app, &tok, &sid, script, "deny").await;
     assert_eq!(
         results(&evs),
         [
