@@ -164,4 +164,32 @@ pub struct ServeArgs {
     /// Expected `aud` of every token.
     #[arg(long, env = "DEMIURGE_JWT_AUDIENCE", default_value = "demiurge")]
     pub jwt_audience: String,
+    /// Confine every child process (`on`), or run children with the server's
+    /// rights (`off`, announced at start).
+    #[arg(long, env = "DEMIURGE_SANDBOX", default_value = "on")]
+    pub sandbox: String,
+    /// Extra folders confined children may read (comma-separated), beside the system folders.
+    #[arg(long, env = "DEMIURGE_SANDBOX_READ_ROOTS", value_delimiter = ',')]
+    pub sandbox_read_root: Vec<PathBuf>,
+    /// Folders outside workspaces that file tools may read after approval (comma-separated).
+    #[arg(long, env = "DEMIURGE_READ_ROOTS", value_delimiter = ',')]
+    pub read_root: Vec<PathBuf>,
+    /// Network of terminal commands: `on`, or `none` (no TCP; on a root server no network at all).
+    #[arg(long, env = "DEMIURGE_TERMINAL_NETWORK", default_value = "on")]
+    pub terminal_network: String,
+    /// CPU seconds per child process (`RLIMIT_CPU`).
+    #[arg(long, env = "DEMIURGE_SANDBOX_CPU_SECONDS", default_value_t = 3600)]
+    pub sandbox_cpu_seconds: u64,
+    /// Processes per tenant uid (root server) or per command tree (`RLIMIT_NPROC`).
+    #[arg(long, env = "DEMIURGE_SANDBOX_MAX_PROCESSES", default_value_t = 512)]
+    pub sandbox_max_processes: u64,
+    /// Largest file a child may write, in bytes (`RLIMIT_FSIZE`).
+    #[arg(long, env = "DEMIURGE_SANDBOX_MAX_FILE_SIZE", default_value_t = 1024 * 1024 * 1024)]
+    pub sandbox_max_file_size: u64,
+    /// Open files per child process (`RLIMIT_NOFILE`).
+    #[arg(long, env = "DEMIURGE_SANDBOX_MAX_OPEN_FILES", default_value_t = 1024)]
+    pub sandbox_max_open_files: u64,
+    /// First uid of the per-tenant range children switch to on a root server.
+    #[arg(long, env = "DEMIURGE_SANDBOX_UID_BASE", default_value_t = 200_000)]
+    pub sandbox_uid_base: u32,
 }

@@ -119,6 +119,12 @@ pub struct Config {
     pub auth: AuthConfig,
     pub approval_timeout: Duration,
     pub clarify_timeout: Duration,
+    /// How children are confined (`--sandbox…`).
+    pub sandbox: crate::exec::sandbox::Settings,
+    /// Canonical folders outside workspaces that file tools may read after approval.
+    pub read_roots: Vec<PathBuf>,
+    /// `--terminal-network`: `false` cuts the network of terminal commands.
+    pub terminal_network: bool,
 }
 
 pub fn parse_duration(name: &str, s: &str) -> Result<Duration, ConfigError> {
@@ -191,7 +197,78 @@ impl Config {
                 Some(ExternalJwtKey { pem, algorithm })
             }
         };
+        let enabled = match serve.sandbox.trim() {
+            "on" => true,
+            "off" => false,
+            other => {
+                return Err(ConfigError(format!(
+                    "--sandbox {other:?} is not one of: on, off"
+                )))
+            }
+        };
+        let terminal_network = match serve.terminal_network.trim() {
+            "on" => true,
+            "none" => false,
+            other => {
+                return Err(ConfigError(format!(
+                    "--terminal-network {other:?} is not one of: on, none"
+                )))
+            }
+        };
+        let mut read_roots = Vec::new();
+        for root in serve.read_root.iter().filter(|r| !r.as_os_str().is_empty()) {
+            let canonical = root
+                .canonicalize()
+                .map_err(|e| ConfigError(format!("--read-root {}: {e}", root.display())))?;
+            read_roots.push(canonical);
+        }
+        let mut extra_read_roots = Vec::new();
+        for root in serve
+            .sandbox_read_root
+            .iter()
+            .filter(|r| !r.as_os_str().is_empty())
+        {
+            if !root.is_absolute() {
+                return Err(ConfigError(format!(
+                    "--sandbox-read-root {} must be an absolute path",
+                    root.display()
+                )));
+            }
+            extra_read_roots.push(root.clone());
+        }
+        let limits = crate::exec::sandbox::Limits {
+            cpu_seconds: serve.sandbox_cpu_seconds,
+            processes: serve.sandbox_max_processes,
+            file_size: serve.sandbox_max_file_size,
+            open_files: serve.sandbox_max_open_files,
+        };
+        for (name, value, least) in [
+            ("--sandbox-cpu-seconds", limits.cpu_seconds, 1),
+            ("--sandbox-max-processes", limits.processes, 8),
+            ("--sandbox-max-file-size", limits.file_size, 4096),
+            ("--sandbox-max-open-files", limits.open_files, 16),
+        ] {
+            if value < least {
+                return Err(ConfigError(format!("{name} {value} is below {least}")));
+            }
+        }
+        if serve.sandbox_uid_base < 1000 {
+            return Err(ConfigError(format!(
+                "--sandbox-uid-base {} is below 1000 (system uids)",
+                serve.sandbox_uid_base
+            )));
+        }
+        let sandbox = crate::exec::sandbox::Settings {
+            enabled,
+            extra_read_roots,
+            limits,
+            uid_base: serve.sandbox_uid_base,
+            uid_span: 100_000u32.min(u32::MAX - serve.sandbox_uid_base),
+        };
         Ok(Self {
+            sandbox,
+            read_roots,
+            terminal_network,
             bind,
             home: common.home.clone(),
             database,

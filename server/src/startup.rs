@@ -59,7 +59,31 @@ impl Application {
             fake: Arc::new(FakeProvider),
             openai,
         };
-        let cores = CoreRepository::new(&config.home);
+        let walls = Arc::new(build_walls(&config)?);
+        let mut host_unavailable = std::collections::BTreeMap::new();
+        if let Some(reason) = walls.sandbox.unavailable_reason() {
+            tracing::error!(
+                reason,
+                "child processes cannot be confined; the terminal is unavailable"
+            );
+            for tool in crate::catalog::CHILD_PROCESS_TOOLS {
+                host_unavailable.insert((*tool).to_owned(), reason.to_owned());
+            }
+        } else if matches!(
+            walls.sandbox.availability(),
+            crate::exec::sandbox::Availability::Off
+        ) {
+            tracing::warn!(
+                "--sandbox off: child processes run UNCONFINED with the server's rights; \
+                 any tenant that may approve a command can read the server's keys and data"
+            );
+            eprintln!(
+                "WARNING: --sandbox off: child processes run unconfined with the server's rights"
+            );
+        } else {
+            tracing::info!(sandbox = %walls.sandbox.describe(), "child processes are confined");
+        }
+        let cores = CoreRepository::new(&config.home).with_host_unavailable(host_unavailable);
         let approvals = Approvals::new(
             store.clone(),
             events.clone(),
@@ -80,6 +104,7 @@ impl Application {
             events.clone(),
             store.clone(),
             &config.home,
+            walls.clone(),
         );
         let turns = TurnService::new(
             store.clone(),
@@ -226,4 +251,35 @@ pub async fn shutdown_signal() {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
+}
+
+/// The sandbox and the file tools' walls, from canonical paths.
+fn build_walls(config: &Config) -> anyhow::Result<crate::dispatch::Walls> {
+    let home = config
+        .home
+        .canonicalize()
+        .with_context(|| format!("resolve the home {}", config.home.display()))?;
+    let database = match config.database.backend {
+        crate::config::Backend::Sqlite => sqlite_file(&config.database.url),
+        crate::config::Backend::Postgres => None,
+    };
+    let sandbox = crate::exec::sandbox::Sandbox::detect(config.sandbox.clone(), &home);
+    Ok(crate::dispatch::Walls {
+        sandbox,
+        files: crate::policy::file_walls::FileWalls::new(home, config.read_roots.clone(), database),
+        terminal_network: config.terminal_network,
+    })
+}
+
+/// The file behind a `sqlite://PATH?…` URL, canonical when it exists.
+fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or_default();
+    if path.is_empty() || path == ":memory:" {
+        return None;
+    }
+    let path = std::path::PathBuf::from(path);
+    Some(path.canonicalize().unwrap_or(path))
 }

@@ -246,18 +246,22 @@ async fn paths_cannot_escape_the_workspace() {
     }
     assert!(!outside.path().join("escape.txt").exists());
     assert!(!std::path::Path::new("/tmp/demiurge-escape.txt").exists());
-    // Reads outside the workspace need approval; denied, nothing is read.
+    // Reads outside the workspace and every operator read root are refused
+    // before any approval; nothing is read.
     std::fs::write(outside.path().join("secret.txt"), "outside-data").unwrap();
     let evs = run_script(
         &app,
         &tok,
         &sid,
         call("read_file", json!({"path": "link/secret.txt"})),
-        "deny",
+        "allow_once",
     )
     .await;
-    assert!(types(&evs).contains(&"approval.requested"));
+    assert!(!types(&evs).contains(&"approval.requested"));
     assert_eq!(results(&evs), ["denied"]);
+    assert!(serde_json::to_string(&evs)
+        .unwrap()
+        .contains("no_read_root"));
     assert!(!serde_json::to_string(&evs)
         .unwrap()
         .contains("outside-data"));
@@ -284,6 +288,46 @@ async fn paths_cannot_escape_the_workspace() {
     .await;
     assert!(!types(&evs).contains(&"approval.requested"));
     assert_eq!(results(&evs), ["succeeded"]);
+}
+
+#[tokio::test]
+async fn reads_under_an_operator_read_root_need_approval() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "outside-data").unwrap();
+    let root = outside.path().canonicalize().unwrap();
+    let opts = Opts {
+        args: vec!["--read-root".into(), root.display().to_string()],
+        ..Opts::default()
+    };
+    let app = spawn_with(Backend::Sqlite, opts).await;
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    let path = root.join("secret.txt").display().to_string();
+    let evs = run_script(
+        &app,
+        &tok,
+        &sid,
+        call("read_file", json!({"path": path})),
+        "deny",
+    )
+    .await;
+    assert!(types(&evs).contains(&"approval.requested"));
+    assert_eq!(results(&evs), ["denied"]);
+    assert!(!serde_json::to_string(&evs)
+        .unwrap()
+        .contains("outside-data"));
+    let evs = run_script(
+        &app,
+        &tok,
+        &sid,
+        call("read_file", json!({"path": path})),
+        "allow_once",
+    )
+    .await;
+    assert_eq!(results(&evs), ["succeeded"]);
+    assert!(serde_json::to_string(&evs)
+        .unwrap()
+        .contains("outside-data"));
 }
 
 #[tokio::test]

@@ -120,8 +120,18 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
     spawn_with(backend, Opts::default()).await
 }
 
+/// A temporary folder an unprivileged uid may pass through (`0711`): a
+/// root server's confined children run as their tenant's uid and must reach
+/// their HOME and temp folder under the home inside it.
+pub fn traversable_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    dir
+}
+
 pub async fn spawn_with(backend: Backend, opts: Opts) -> TestApp {
-    let home_dir = tempfile::tempdir().unwrap();
+    let home_dir = traversable_tempdir();
     let home = home_dir.path().join("home");
     let pg = match backend {
         Backend::Sqlite => None,
@@ -419,7 +429,7 @@ impl TestApp {
     /// A second instance on the same database, with its own home but this
     /// instance's signing key (so the same tokens work on both).
     pub async fn spawn_peer(&self) -> TestApp {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = traversable_tempdir();
         let home = dir.path().join("home");
         std::fs::create_dir_all(home.join("keys")).unwrap();
         std::fs::copy(

@@ -24,16 +24,42 @@ pub async fn readyz(State(app): State<SharedApp>) -> (StatusCode, Json<Value>) {
             Json(json!({"status": "shutting_down"})),
         );
     }
+    let sandbox = sandbox_status(&app.dispatcher.walls().sandbox);
     if app.store.ping().await {
         (
             StatusCode::OK,
-            Json(json!({"status": "ready", "database": "ok"})),
+            Json(json!({"status": "ready", "database": "ok", "sandbox": sandbox})),
         )
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "unavailable", "database": "unreachable"})),
+            Json(json!({"status": "unavailable", "database": "unreachable", "sandbox": sandbox})),
         )
+    }
+}
+
+/// How child processes run: `confined`, `off` (announced), or `unavailable`
+/// with the reason (the child-process tools are then unavailable).
+fn sandbox_status(sandbox: &crate::exec::sandbox::Sandbox) -> Value {
+    use crate::exec::sandbox::Availability;
+    match sandbox.availability() {
+        Availability::Confined {
+            drop_privileges,
+            scoped,
+            tcp_rules,
+        } => json!({
+            "status": "confined",
+            "landlock_abi": sandbox.facts().landlock_abi,
+            "per_tenant_uid": drop_privileges,
+            "scoped_signals": scoped,
+            "tcp_rules": tcp_rules,
+        }),
+        Availability::Off => json!({"status": "off"}),
+        Availability::Unavailable(reason) => json!({
+            "status": "unavailable",
+            "reason": reason,
+            "unavailable_tools": crate::catalog::CHILD_PROCESS_TOOLS,
+        }),
     }
 }
 

@@ -101,7 +101,15 @@ pub struct CatalogInput {
     pub grants: CapabilityGrants,
     /// Identity of all of the above, for approval caches.
     pub fingerprint: String,
+    /// Tools this host cannot run at all, with the reason (e.g. child
+    /// processes when confinement is impossible): listed as unavailable.
+    pub host_unavailable: BTreeMap<String, String>,
+    /// The core's `terminal.network: none` cuts its commands' network.
+    pub terminal_network_off: bool,
 }
+
+/// Tools that start child processes: unavailable when they cannot be confined.
+pub const CHILD_PROCESS_TOOLS: &[&str] = &["terminal"];
 
 /// Built once per turn; the only way a tool name becomes an adapter.
 #[derive(Debug, Clone)]
@@ -111,6 +119,9 @@ pub struct ResolvedCatalog {
     definitions: Vec<Value>,
     /// Declared but not callable here (no adapter yet), for `tools_list`.
     unavailable: Vec<String>,
+    /// Why a host-unavailable tool is unavailable.
+    unavailable_reasons: BTreeMap<String, String>,
+    terminal_network_off: bool,
     grants: CapabilityGrants,
     core_id: String,
     fingerprint: String,
@@ -120,6 +131,7 @@ impl ResolvedCatalog {
     pub fn build(input: &CatalogInput) -> Self {
         let mut entries = Vec::new();
         let mut unavailable = Vec::new();
+        let mut unavailable_reasons = BTreeMap::new();
         for name in &input.builtin_tools {
             let Some(spec) = builtins().iter().find(|s| &s.name == name) else {
                 continue;
@@ -141,6 +153,11 @@ impl ResolvedCatalog {
             }
             if !IMPLEMENTED.contains(&name.as_str()) {
                 unavailable.push(name.clone());
+                continue;
+            }
+            if let Some(reason) = input.host_unavailable.get(name) {
+                unavailable.push(name.clone());
+                unavailable_reasons.insert(name.clone(), reason.clone());
                 continue;
             }
             let policy = effective_policy(
@@ -173,6 +190,8 @@ impl ResolvedCatalog {
             entries,
             definitions,
             unavailable,
+            unavailable_reasons,
+            terminal_network_off: input.terminal_network_off,
             grants: input.grants.clone(),
             core_id: input.core_id.clone(),
             fingerprint: input.fingerprint.clone(),
@@ -195,6 +214,11 @@ impl ResolvedCatalog {
         &self.entries
     }
 
+    /// Whether the core cut its terminal commands' network.
+    pub fn terminal_network_off(&self) -> bool {
+        self.terminal_network_off
+    }
+
     /// Provider tool definitions (OpenAI function-tool shape).
     pub fn definitions(&self) -> &[Value] {
         &self.definitions
@@ -211,6 +235,7 @@ impl ResolvedCatalog {
                 "display_policy": e.display_policy, "enabled": true, "input_schema": e.input_schema,
             })).collect::<Vec<_>>(),
             "unavailable": self.unavailable,
+            "unavailable_reasons": self.unavailable_reasons,
         })
     }
 
@@ -340,5 +365,24 @@ mod tests {
         let c = ResolvedCatalog::build(&input(&["read_file", "schedule_manage"]));
         assert!(c.resolve("schedule_manage").is_none());
         assert_eq!(c.listing()["unavailable"], json!(["schedule_manage"]));
+    }
+
+    #[test]
+    fn tools_the_host_cannot_run_are_unavailable_with_their_reason() {
+        let mut i = input(&["read_file", "terminal"]);
+        i.host_unavailable
+            .insert("terminal".into(), "no Landlock here".into());
+        let c = ResolvedCatalog::build(&i);
+        assert!(c.resolve("terminal").is_none());
+        assert!(c.resolve("read_file").is_some());
+        assert_eq!(c.listing()["unavailable"], json!(["terminal"]));
+        assert_eq!(
+            c.listing()["unavailable_reasons"]["terminal"],
+            json!("no Landlock here")
+        );
+        assert!(!c
+            .definitions()
+            .iter()
+            .any(|d| d["function"]["name"] == "terminal"));
     }
 }

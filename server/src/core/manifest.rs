@@ -176,6 +176,27 @@ pub struct AgentYaml {
     pub capabilities: CapabilitiesInfo,
     #[serde(default)]
     pub dependencies: DependencyInfo,
+    /// Host extension: how this core's terminal commands run.
+    #[serde(default)]
+    pub terminal: TerminalInfo,
+}
+
+/// `terminal:` in `agent.yaml` (a host extension; absent in the Python format).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TerminalInfo {
+    /// `none` cuts the network of this core's commands; the server's
+    /// `--terminal-network none` cuts it for every core.
+    #[serde(default)]
+    pub network: TerminalNetwork,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TerminalNetwork {
+    #[default]
+    On,
+    None,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

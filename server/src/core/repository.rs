@@ -40,6 +40,8 @@ struct Cached {
 pub struct CoreRepository {
     home: PathBuf,
     cache: Arc<Mutex<HashMap<(TenantId, CoreId), Cached>>>,
+    /// Tools this host cannot run (name → reason), for every catalog.
+    host_unavailable: Arc<BTreeMap<String, String>>,
 }
 
 impl CoreRepository {
@@ -47,7 +49,15 @@ impl CoreRepository {
         Self {
             home: home.to_path_buf(),
             cache: Arc::default(),
+            host_unavailable: Arc::default(),
         }
+    }
+
+    /// Marks tools this host cannot run (e.g. child processes that cannot be
+    /// confined) as unavailable in every catalog, with the reason.
+    pub fn with_host_unavailable(mut self, tools: BTreeMap<String, String>) -> Self {
+        self.host_unavailable = Arc::new(tools);
+        self
     }
 
     pub fn agents_dir(&self, tenant: &TenantId) -> PathBuf {
@@ -108,9 +118,12 @@ impl CoreRepository {
             }
         }
         let core_id = core.to_string();
-        let view = tokio::task::spawn_blocking(move || build_view(&agents, &core_dir, &core_id))
-            .await
-            .unwrap_or_else(|e| Err(format!("core loading panicked: {e}")));
+        let host_unavailable = self.host_unavailable.clone();
+        let view = tokio::task::spawn_blocking(move || {
+            build_view(&agents, &core_dir, &core_id, &host_unavailable)
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("core loading panicked: {e}")));
         let view = view.map(Arc::new);
         if let Err(e) = &view {
             tracing::warn!(tenant = %tenant, core = %core, error = %e, "core failed to load");
@@ -239,7 +252,12 @@ fn approval_block(a: &ApprovalInfo) -> ApprovalBlock {
     }
 }
 
-fn build_view(agents: &Path, core_dir: &Path, core_id: &str) -> Result<CoreView, String> {
+fn build_view(
+    agents: &Path,
+    core_dir: &Path,
+    core_id: &str,
+    host_unavailable: &BTreeMap<String, String>,
+) -> Result<CoreView, String> {
     let core: LoadedCore = load_core(core_dir, core_id, &crate::catalog::toolset)
         .map_err(|e| format!("core {core_id}: {e}"))?;
     let global = load_global_fallback(&agents.join("agent.yaml"))
@@ -268,6 +286,9 @@ fn build_view(agents: &Path, core_dir: &Path, core_id: &str) -> Result<CoreView,
         global_approval,
         grants,
         fingerprint,
+        host_unavailable: host_unavailable.clone(),
+        terminal_network_off: core.manifest.terminal.network
+            == super::manifest::TerminalNetwork::None,
     };
     Ok(CoreView {
         resolved: crate::catalog::ResolvedCatalog::build(&catalog),

@@ -239,6 +239,35 @@ impl ToolEnv<'_> {
         &self.host.home
     }
 
+    /// The walls this call's effects stay inside.
+    pub fn walls(&self) -> &Walls {
+        &self.host.walls
+    }
+
+    /// Hands a file the server wrote into the workspace, and the folders it
+    /// created for it, to the tenant's sandbox uid (root server), so its
+    /// confined commands can change them too. Best effort: a failure only
+    /// means the child cannot.
+    pub fn adopt(&self, path: &Path) {
+        let Some((uid, gid)) = self
+            .host
+            .walls
+            .sandbox
+            .workspace_owner(self.ctx.scope.tenant().as_str())
+        else {
+            return;
+        };
+        for part in path.ancestors() {
+            if part == self.workspace() || !part.starts_with(self.workspace()) {
+                break;
+            }
+            if let Err(e) = std::os::unix::fs::lchown(part, Some(uid), Some(gid)) {
+                tracing::warn!(error = %e, "could not hand a workspace file to the sandbox uid");
+                break;
+            }
+        }
+    }
+
     /// Best-effort live output of this call as `tool.output` events. Chunks
     /// must already be free of bound secrets; they are redacted again here.
     pub fn output_sink(&self) -> tokio::sync::mpsc::Sender<(&'static str, String)> {
@@ -328,6 +357,17 @@ pub struct Dispatcher {
     events: EventLog,
     store: crate::store::Store,
     home: PathBuf,
+    walls: Arc<Walls>,
+}
+
+/// The walls every effect of a tenant stays inside: the child-process
+/// sandbox, the file tools' reach and the terminal's network.
+#[derive(Debug)]
+pub struct Walls {
+    pub sandbox: crate::exec::sandbox::Sandbox,
+    pub files: crate::policy::file_walls::FileWalls,
+    /// `--terminal-network`: `false` cuts the network of terminal commands.
+    pub terminal_network: bool,
 }
 
 /// What the turn loop gets back: the model view of the result.
@@ -344,6 +384,7 @@ impl Dispatcher {
         events: EventLog,
         store: crate::store::Store,
         home: &Path,
+        walls: Arc<Walls>,
     ) -> Arc<Self> {
         Arc::new(Self {
             approvals,
@@ -352,7 +393,13 @@ impl Dispatcher {
             store,
             events,
             home: home.to_path_buf(),
+            walls,
         })
+    }
+
+    /// The walls every effect stays inside (for `/readyz` and start-up).
+    pub fn walls(&self) -> &Walls {
+        &self.walls
     }
 
     /// Resolve, check and run one call; no events.

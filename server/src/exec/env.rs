@@ -61,6 +61,8 @@ const RESERVED: &[&str] = &[
     "PERL5OPT",
     "PERL5LIB",
     "GIT_EXEC_PATH",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DIR",
     "GIT_CONFIG_GLOBAL",
     "GIT_SSH_COMMAND",
     "COMSPEC",

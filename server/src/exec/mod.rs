@@ -46,14 +46,21 @@
 //! [`ExecResult::artifact_error`] is set: the caller must fail the operation.
 //!
 //! Redaction covers exact values only; transformed or encoded secrets are not
-//! caught, and none of this is OS isolation: an approved command still runs
-//! with the Host user's rights, and a descendant that creates its own session
-//! leaves the owned group (the drain stops waiting for such a process shortly
-//! after the group is gone).
+//! caught. A descendant that creates its own session leaves the owned group
+//! (the drain stops waiting for such a process shortly after the group is
+//! gone); its confinement and limits stay with it.
+//!
+//! # Confinement ([`sandbox`])
+//!
+//! Every child enters the walls of [`sandbox::Confinement`] between fork and
+//! exec: Landlock (its workspace, HOME and temp read-write, system folders
+//! read-only, nothing of the server), a per-tenant uid on a root server, and
+//! resource limits.
 
 pub mod drain;
 pub mod env;
 pub mod kill;
+pub mod sandbox;
 pub mod scrub;
 pub mod spawn;
 

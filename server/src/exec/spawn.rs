@@ -48,6 +48,9 @@ pub struct ExecSpec {
     pub secrets: Vec<(String, String)>,
     /// `SIGTERM` → `kill_grace` → `SIGKILL`.
     pub kill_grace: Duration,
+    /// The walls the child enters before exec ([`super::sandbox`]); `None`
+    /// only with `--sandbox off`.
+    pub confinement: Option<std::sync::Arc<super::sandbox::Confinement>>,
 }
 
 impl ExecSpec {
@@ -67,6 +70,7 @@ impl ExecSpec {
             artifact_dir: artifact_dir.into(),
             secrets: Vec::new(),
             kill_grace: DEFAULT_KILL_GRACE,
+            confinement: None,
         }
     }
 }
@@ -305,10 +309,19 @@ fn shell_command(spec: &ExecSpec) -> tokio::process::Command {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SAFETY: the closure runs in the forked child before exec and only calls
-    // setsid(2), which is async-signal-safe and touches no shared state.
+    let entry = spec.confinement.as_ref().map(|c| c.entry());
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe syscalls (setsid, and `Entry::enter`'s setrlimit,
+    // unshare, set*id, prctl, landlock) on plain copied data; the ruleset fd
+    // stays open because `spec.confinement` outlives the spawn.
     unsafe {
-        command.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(io::Error::from));
+        command.pre_exec(move || {
+            nix::unistd::setsid().map_err(io::Error::from)?;
+            match &entry {
+                Some(entry) => entry.enter(),
+                None => Ok(()),
+            }
+        });
     }
     command
 }

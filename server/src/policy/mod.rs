@@ -4,6 +4,7 @@
 pub mod approval_policy;
 pub mod capabilities;
 pub mod command_guard;
+pub mod file_walls;
 pub mod json_schema;
 pub mod url_policy;
 pub mod workspace;

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use super::{arg_bool, arg_i64, arg_str};
 use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
 use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::file_walls::ReadVerdict;
 use crate::policy::workspace::{self, Access, PathError, Resolved, Sensitivity};
 
 /// Characters `read_file` returns at most per call.
@@ -34,11 +35,22 @@ pub(crate) fn path_error(e: PathError) -> ToolOutcome {
 }
 
 /// Approval for reading `r`: automatic inside the workspace for ordinary
-/// files; a prompt (risk high) outside it or for sensitive paths.
+/// files; a prompt (risk high) for sensitive paths and under an operator
+/// read root; refused, whatever the approval, anywhere else (the server's
+/// home above all: [`FileWalls`](crate::policy::file_walls::FileWalls)).
 pub(crate) async fn approve_read(env: &ToolEnv<'_>, r: &Resolved) -> Option<ToolOutcome> {
+    if let ReadVerdict::Denied(refusal) = env.walls().files.read_resolved(r.inside, &r.abs) {
+        return Some(ToolOutcome::error(
+            ToolStatus::Denied,
+            format!("{} (rule: {})", refusal.message, refusal.rule),
+        ));
+    }
     let sensitive = !matches!(r.sensitivity, Sensitivity::None);
     let (baseline, why) = if !r.inside {
-        (Policy::Prompt, "read outside the workspace".to_owned())
+        (
+            Policy::Prompt,
+            "read under an operator read root".to_owned(),
+        )
     } else if let Sensitivity::Sensitive(kind) = r.sensitivity {
         (Policy::Prompt, format!("read of a sensitive path ({kind})"))
     } else {
@@ -212,6 +224,7 @@ pub async fn write_file(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             format!("cannot write {}: {e}", shown(&r)),
         );
     }
+    env.adopt(&r.abs);
     let chars = content.chars().count();
     ToolOutcome::ok_text(
         format!("wrote {chars} chars to {}", shown(&r)),

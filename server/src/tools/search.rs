@@ -10,6 +10,7 @@ use super::files::{approve_read, path_error, shown};
 use super::{arg_bool, arg_i64, arg_str};
 use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
 use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::file_walls::FileWalls;
 use crate::policy::workspace::{self, Access, Sensitivity};
 
 const DEFAULT_RESULTS: i64 = 50;
@@ -101,8 +102,10 @@ struct Walk {
     saw_sensitive: bool,
 }
 
-/// Every entry under `root` in path order, without following links out of `ws`.
-fn walk(ws: &Path, root: &Path, include_sensitive: bool) -> Walk {
+/// Every entry under `root` in path order, without following links out of
+/// `ws` (canonical) and without entering what the walls refuse (the server's
+/// home outside the workspace, the database files).
+fn walk(ws: &Path, root: &Path, include_sensitive: bool, walls: &FileWalls) -> Walk {
     let mut out = Walk {
         files: Vec::new(),
         saw_sensitive: false,
@@ -120,6 +123,9 @@ fn walk(ws: &Path, root: &Path, include_sensitive: bool) -> Walk {
             visited += 1;
             if visited > MAX_ENTRIES {
                 return out;
+            }
+            if !walls.may_enter(ws, &p) {
+                continue;
             }
             let rel = p.strip_prefix(ws).unwrap_or(&p);
             if !matches!(
@@ -210,8 +216,12 @@ pub async fn search_files(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             saw_sensitive: false,
         }
     } else {
-        let (ws2, root2) = (ws.clone(), root.clone());
-        match tokio::task::spawn_blocking(move || walk(&ws2, &root2, include_sensitive)).await {
+        let ws2 = ws.canonicalize().unwrap_or_else(|_| ws.clone());
+        let root2 = root.clone();
+        let walls = env.walls().files.clone();
+        match tokio::task::spawn_blocking(move || walk(&ws2, &root2, include_sensitive, &walls))
+            .await
+        {
             Ok(w) => w,
             Err(_) => return ToolOutcome::error(ToolStatus::Failed, "search failed"),
         }

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::files::{path_error, shown};
 use super::{arg_bool, arg_i64, arg_str};
 use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
-use crate::exec::{self, ExecSpec, ExitReason, StreamKind};
+use crate::exec::{self, sandbox, ExecSpec, ExitReason, StreamKind};
 use crate::policy::approval_policy::{Policy, Risk};
 use crate::policy::command_guard::{self, Decision};
 use crate::policy::workspace::{self, Access};
@@ -293,14 +293,43 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         .map(|b| format!("{b:02x}"))
         .collect();
     let artifact_dir = env.home().join("runtime").join("artifacts").join(&root);
+    // A private temp folder per principal: `/tmp` is outside the walls.
+    let tmp = env
+        .home()
+        .join("runtime")
+        .join("tmp")
+        .join(tenant)
+        .join(env.ctx.scope.principal().as_str());
+    let walls = env.walls();
+    let request = sandbox::Request {
+        tenant,
+        workspace: env.workspace(),
+        home: &runtime_home,
+        tmp: &tmp,
+        network: walls.terminal_network && !env.catalog.terminal_network_off(),
+    };
+    let confinement = match walls.sandbox.prepare(&request) {
+        Ok(confinement) => confinement.map(std::sync::Arc::new),
+        Err(e @ sandbox::SandboxError::Unavailable(_)) => {
+            return ToolOutcome::error(ToolStatus::Denied, e.to_string())
+        }
+        Err(e) => return ToolOutcome::error(ToolStatus::Failed, e.to_string()),
+    };
+    let mut child_env = exec::child_env(std::env::vars(), &runtime_home, &child_overlay);
+    confine_env(
+        &mut child_env,
+        env.workspace(),
+        confinement.as_ref().map(|c| (c.path_env(), tmp.as_path())),
+    );
     let mut spec = ExecSpec::new(
         command.clone(),
         cwd.abs.clone(),
-        exec::child_env(std::env::vars(), &runtime_home, &child_overlay),
+        child_env,
         Duration::from_secs(effective_timeout),
         artifact_dir,
     );
     spec.secrets = secrets;
+    spec.confinement = confinement;
     let registry = exec::ProcessRegistry::new(env.home());
     if background {
         let summary = format!(
@@ -378,6 +407,37 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         content: Value::String(content),
         data,
     }
+}
+
+/// The environment a confined child needs: a `PATH` of folders it can
+/// read, `TMPDIR`/`TMP`/`TEMP` in its private temp folder, and (always) a
+/// git ceiling at the workspace, so `git` never discovers a repository that
+/// encloses the server's home.
+fn confine_env(
+    env: &mut Vec<(String, String)>,
+    workspace: &std::path::Path,
+    confined: Option<(&str, &std::path::Path)>,
+) {
+    let mut set = |key: &str, value: String| {
+        env.retain(|(k, _)| k != key);
+        env.push((key.to_owned(), value));
+    };
+    let ceiling = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    if let Some(parent) = ceiling.parent() {
+        set(
+            "GIT_CEILING_DIRECTORIES",
+            parent.to_string_lossy().into_owned(),
+        );
+    }
+    if let Some((path, tmp)) = confined {
+        set("PATH", path.to_owned());
+        for key in ["TMPDIR", "TMP", "TEMP"] {
+            set(key, tmp.to_string_lossy().into_owned());
+        }
+    }
+    env.sort();
 }
 
 /// Options that make read tools follow symlinks while they recurse.
