@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{RateLimits, TokenService};
+use crate::auth::{RateLimits, Revocations, TokenService};
 use crate::config::Config;
 use crate::core::repository::CoreRepository;
 use crate::dispatch::Dispatcher;
@@ -17,6 +17,8 @@ pub struct App {
     pub config: Config,
     pub store: Store,
     pub tokens: TokenService,
+    /// Revoked tokens and disabled principals, kept current by polling.
+    pub revocations: Revocations,
     pub limits: RateLimits,
     pub events: EventLog,
     pub turns: TurnService,

@@ -1,4 +1,5 @@
-//! The command line: `serve`, `token issue`, `check`, `openapi`, `migrate`.
+//! The command line: `serve`, `token issue|revoke`, `principal
+//! disable|enable`, `check`, `openapi`, `migrate`.
 //! Every flag has a `DEMIURGE_*` environment equivalent.
 
 use std::path::PathBuf;
@@ -41,6 +42,14 @@ pub struct CommonArgs {
         default_value = "text"
     )]
     pub log_format: LogFormat,
+    /// Longest token lifetime (`exp - iat`) the server accepts and `token issue` signs.
+    #[arg(
+        long,
+        global = true,
+        env = "DEMIURGE_TOKEN_MAX_TTL",
+        default_value = "30d"
+    )]
+    pub token_max_ttl: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -53,10 +62,15 @@ pub enum LogFormat {
 pub enum Command {
     /// Run the server.
     Serve(Box<ServeArgs>),
-    /// Issue tokens.
+    /// Issue and revoke tokens.
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+    /// Disable or enable a principal: while disabled, all its tokens are refused.
+    Principal {
+        #[command(subcommand)]
+        command: PrincipalCommand,
     },
     /// Print a policy verdict as JSON.
     Check {
@@ -79,9 +93,41 @@ pub enum TokenCommand {
         principal: String,
         #[arg(long, value_enum, default_value = "member")]
         role: RoleArg,
-        /// Lifetime, e.g. `1h`, `30m`, `7d`.
+        /// Lifetime, e.g. `1h`, `30m`, `7d` (at most `--token-max-ttl`).
         #[arg(long, default_value = "1h")]
         ttl: String,
+    },
+    /// Revoke one token by its `jti`, or every token of a principal issued until now.
+    /// Running servers refuse them within a second.
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["jti", "principal"])))]
+    Revoke {
+        /// The token's `jti` claim.
+        #[arg(long, conflicts_with = "principal")]
+        jti: Option<String>,
+        /// Tenant: required with `--principal`; with `--jti`, limits the revocation to it.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Revoke every token of this principal issued until now.
+        #[arg(long, requires = "tenant")]
+        principal: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PrincipalCommand {
+    /// Refuse every token of the principal until it is enabled again.
+    Disable {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        principal: String,
+    },
+    /// Accept the principal's tokens again (revoked ones stay revoked).
+    Enable {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        principal: String,
     },
 }
 

@@ -95,6 +95,8 @@ pub struct AuthConfig {
     pub audience: String,
     pub external_issuer: Option<String>,
     pub external_key: Option<ExternalJwtKey>,
+    /// Longest token lifetime (`exp - iat`) issued or accepted.
+    pub max_ttl: Duration,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -133,6 +135,17 @@ pub fn parse_duration(name: &str, s: &str) -> Result<Duration, ConfigError> {
             "{name} {s:?} is not a duration ({e}); use e.g. 30s, 5m, 1h"
         ))
     })
+}
+
+/// `--token-max-ttl`, shared by `serve` and the token commands.
+pub fn token_max_ttl(common: &CommonArgs) -> Result<Duration, ConfigError> {
+    let d = parse_duration("--token-max-ttl", &common.token_max_ttl)?;
+    if d.as_secs() == 0 {
+        return Err(ConfigError(
+            "--token-max-ttl must be at least one second".into(),
+        ));
+    }
+    Ok(d)
 }
 
 impl Config {
@@ -293,6 +306,7 @@ impl Config {
                 audience: serve.jwt_audience.clone(),
                 external_issuer: serve.jwt_issuer.clone(),
                 external_key,
+                max_ttl: token_max_ttl(common)?,
             },
         })
     }

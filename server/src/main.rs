@@ -5,11 +5,13 @@ use std::time::Duration;
 
 use clap::Parser;
 use demiurge::auth::{load_or_create_signing_key, Role, TokenService};
-use demiurge::cli::{CheckCommand, Cli, Command, CommonArgs, RoleArg, TokenCommand};
+use demiurge::cli::{
+    CheckCommand, Cli, Command, CommonArgs, PrincipalCommand, RoleArg, TokenCommand,
+};
 use demiurge::config::{AuthConfig, Config, DatabaseConfig};
 use demiurge::ids::{PrincipalId, TenantId};
 use demiurge::startup::{shutdown_signal, Application};
-use demiurge::store::Store;
+use demiurge::store::{RevocationChange, Store};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -45,6 +47,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     ttl,
                 },
         } => issue_token(&cli.common, &tenant, &principal, role, &ttl).await,
+        Command::Token {
+            command:
+                TokenCommand::Revoke {
+                    jti,
+                    tenant,
+                    principal,
+                },
+        } => revoke(&cli.common, jti, tenant, principal).await,
+        Command::Principal { command } => toggle_principal(&cli.common, command).await,
         Command::Check { command } => check(command).await,
         Command::Openapi => {
             println!("{}", demiurge::api::openapi_document());
@@ -66,13 +77,22 @@ async fn serve(common: &CommonArgs, args: &demiurge::cli::ServeArgs) -> anyhow::
     let addr = app.local_addr()?;
     if app.first_start {
         let tokens = &app.app().tokens;
+        // 30 days, or the configured maximum lifetime if that is shorter.
+        let ttl = Duration::from_secs(tokens.max_ttl_secs().min(30 * 24 * 3600));
         let token = tokens.issue(
             &TenantId::parse(demiurge::bootstrap::DEFAULT_TENANT)?,
             &PrincipalId::parse(demiurge::bootstrap::OPERATOR_PRINCIPAL)?,
             Role::Operator,
-            Duration::from_secs(30 * 24 * 3600),
+            ttl,
         )?;
-        println!("operator token (tenant default, valid 30 days): {token}");
+        let valid = match ttl.as_secs() {
+            s if s % (24 * 3600) == 0 => format!("{} days", s / (24 * 3600)),
+            _ => humantime::format_duration(ttl).to_string(),
+        };
+        println!(
+            "operator token (tenant default, valid {valid}): {}",
+            token.token
+        );
     }
     println!("console: http://{addr}/console");
     println!("listening on http://{addr}");
@@ -90,31 +110,132 @@ async fn issue_token(
     let tenant = TenantId::parse(tenant)?;
     let principal = PrincipalId::parse(principal)?;
     let ttl = demiurge::config::parse_duration("--ttl", ttl)?;
-    if ttl.is_zero() {
-        anyhow::bail!("--ttl must be longer than zero");
-    }
     let role = match role {
         RoleArg::Member => Role::Member,
         RoleArg::Operator => Role::Operator,
         RoleArg::Admin => Role::Admin,
     };
-    demiurge::bootstrap::private_dir(&common.home)?;
-    let db = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
-    let store = Store::open(&db).await?;
-    store.ensure_principal(&tenant, &principal, role).await?;
-    store.close().await;
-    let key = load_or_create_signing_key(&common.home)?;
+    let max_ttl = demiurge::config::token_max_ttl(common)?;
     let audience = std::env::var("DEMIURGE_JWT_AUDIENCE").unwrap_or_else(|_| "demiurge".into());
+    demiurge::bootstrap::private_dir(&common.home)?;
+    let key = load_or_create_signing_key(&common.home)?;
     let tokens = TokenService::new(
         &key,
         &AuthConfig {
             audience,
             external_issuer: None,
             external_key: None,
+            max_ttl,
         },
     )?;
-    println!("{}", tokens.issue(&tenant, &principal, role, ttl)?);
+    // Refuse a bad lifetime before touching the database.
+    tokens
+        .check_ttl(ttl)
+        .map_err(|e| anyhow::anyhow!("--ttl: {e}"))?;
+    let db = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
+    let store = Store::open(&db).await?;
+    let prepared = async {
+        if store.principal_disabled(&tenant, &principal).await? {
+            anyhow::bail!(
+                "principal {principal} of tenant {tenant} is disabled; \
+                 enable it first with `demiurge principal enable`"
+            );
+        }
+        store.ensure_principal(&tenant, &principal, role).await?;
+        Ok(store.principal_cutoff(&tenant, &principal).await?)
+    }
+    .await;
+    store.close().await;
+    // A token must outlive a revocation of the same second.
+    let iat = demiurge::time::now_secs().max(prepared?.map_or(0, |c| c + 1));
+    println!(
+        "{}",
+        tokens.issue_at(&tenant, &principal, role, ttl, iat)?.token
+    );
     Ok(())
+}
+
+async fn revoke(
+    common: &CommonArgs,
+    jti: Option<String>,
+    tenant: Option<String>,
+    principal: Option<String>,
+) -> anyhow::Result<()> {
+    let tenant = tenant.as_deref().map(TenantId::parse).transpose()?;
+    let change = match (jti, principal, tenant) {
+        (Some(jti), None, tenant) => {
+            let jti = jti.trim().to_owned();
+            if jti.is_empty() || jti.len() > demiurge::auth::MAX_JTI_LEN {
+                anyhow::bail!(
+                    "--jti must be 1 to {} characters",
+                    demiurge::auth::MAX_JTI_LEN
+                );
+            }
+            RevocationChange::Jti { tenant, jti }
+        }
+        (None, Some(principal), Some(tenant)) => RevocationChange::Principal {
+            tenant,
+            principal: PrincipalId::parse(&principal)?,
+        },
+        _ => anyhow::bail!("give --jti J, or --tenant T --principal P"),
+    };
+    let row = record_change(common, &change).await?;
+    match change {
+        RevocationChange::Jti { tenant: None, jti } => {
+            println!("revoked token {jti} in every tenant")
+        }
+        RevocationChange::Jti {
+            tenant: Some(t),
+            jti,
+        } => println!("revoked token {jti} in tenant {t}"),
+        RevocationChange::Principal { tenant, principal } => println!(
+            "revoked every token of {principal} (tenant {tenant}) issued until {}",
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + Duration::from_secs(u64::try_from(row).unwrap_or(0))
+            )
+        ),
+        _ => {}
+    }
+    Ok(())
+}
+
+async fn toggle_principal(common: &CommonArgs, command: PrincipalCommand) -> anyhow::Result<()> {
+    let (change, verb) = match command {
+        PrincipalCommand::Disable { tenant, principal } => (
+            RevocationChange::Disable {
+                tenant: TenantId::parse(&tenant)?,
+                principal: PrincipalId::parse(&principal)?,
+            },
+            "disabled",
+        ),
+        PrincipalCommand::Enable { tenant, principal } => (
+            RevocationChange::Enable {
+                tenant: TenantId::parse(&tenant)?,
+                principal: PrincipalId::parse(&principal)?,
+            },
+            "enabled",
+        ),
+    };
+    record_change(common, &change).await?;
+    if let RevocationChange::Disable { tenant, principal }
+    | RevocationChange::Enable { tenant, principal } = &change
+    {
+        println!("{verb} principal {principal} of tenant {tenant}");
+    }
+    Ok(())
+}
+
+/// Append a change to the database; running servers pick it up by polling.
+/// Returns the recorded cutoff (Unix seconds).
+async fn record_change(common: &CommonArgs, change: &RevocationChange) -> anyhow::Result<i64> {
+    demiurge::bootstrap::private_dir(&common.home)?;
+    let db = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
+    let store = Store::open(&db).await?;
+    let row = store
+        .record_revocation(change, demiurge::time::now_secs())
+        .await;
+    store.close().await;
+    Ok(row?.cutoff)
 }
 
 async fn check(command: CheckCommand) -> anyhow::Result<()> {

@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{App, SharedApp};
-use crate::auth::{load_or_create_signing_key, RateLimits, TokenService};
+use crate::auth::{load_or_create_signing_key, RateLimits, Revocations, TokenService};
 use crate::config::{Config, ProviderKind};
 use crate::core::repository::CoreRepository;
 use crate::dispatch::approvals::Approvals;
@@ -38,6 +38,10 @@ impl Application {
         let store = Store::open(&config.database).await?;
         let key = load_or_create_signing_key(&config.home)?;
         let tokens = TokenService::new(&key, &config.auth).context("load token keys")?;
+        let revocations = Revocations::new(tokens.max_ttl_secs());
+        crate::auth::revocation::load(&revocations, &store)
+            .await
+            .context("load token revocations")?;
         let metrics = Arc::new(Metrics::default());
         let events = EventLog::start(store.clone(), Hub::new(config.stream_buffer));
         if config.database.backend == crate::config::Backend::Postgres {
@@ -172,6 +176,7 @@ impl Application {
             config,
             store,
             tokens,
+            revocations,
             events,
             turns,
             metrics,
@@ -218,6 +223,11 @@ impl Application {
                 }
             }
         });
+        tokio::spawn(crate::auth::revocation::follow(
+            app.revocations.clone(),
+            app.store.clone(),
+            app.shutdown.clone(),
+        ));
         let router = crate::api::router(app.clone());
         let stop = app.shutdown.clone();
         axum::serve(

@@ -12,4 +12,5 @@ mod sessions;
 mod streams;
 mod tasks;
 mod terminal;
+mod tokens;
 mod turns;

@@ -24,10 +24,13 @@ pub fn bearer(parts: &Parts) -> Option<&str> {
         .then_some(token.trim())
 }
 
-/// Verify a token and apply the principal's rate limit.
+/// Verify a token, refuse it if revoked or its principal is disabled (from
+/// the in-memory cache; no query), and apply the principal's rate limit.
 pub fn admit(app: &SharedApp, token: Option<&str>) -> Result<PrincipalScope, ApiError> {
     let token = token.ok_or(AuthError::Missing)?;
-    let scope = app.tokens.verify(token)?;
+    let verified = app.tokens.verify(token)?;
+    app.revocations.check(&verified)?;
+    let scope = verified.scope;
     if let Err(secs) = app.limits.check_principal(&scope.rate_key()) {
         app.metrics.rate_limited();
         return Err(Error::RateLimited {

@@ -7,10 +7,12 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod health;
+pub mod principals;
 pub mod search;
 pub mod sessions;
 pub mod stream;
 pub mod tasks;
+pub mod tokens;
 pub mod tools;
 pub mod turns;
 
@@ -40,9 +42,11 @@ use error::ApiError;
         tools::list_tools, turns::call_tool,
         approvals::list_approvals, approvals::decide_approval, approvals::answer_clarification,
         tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs, search::search,
+        tokens::issue_token, tokens::revoke_tokens,
+        principals::disable_principal, principals::enable_principal,
     ),
     modifiers(&BearerAuth),
-    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "operations"))
+    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "operations"))
 )]
 pub struct ApiDoc;
 
@@ -100,6 +104,16 @@ pub fn router(app: SharedApp) -> Router {
         .route("/v1/tasks/{id}", get(tasks::get_task))
         .route("/v1/tasks/{id}/cancel", post(tasks::cancel_task))
         .route("/v1/tasks/{id}/logs", get(tasks::task_logs))
+        .route("/v1/tokens", post(tokens::issue_token))
+        .route("/v1/tokens/revoke", post(tokens::revoke_tokens))
+        .route(
+            "/v1/principals/{id}/disable",
+            post(principals::disable_principal),
+        )
+        .route(
+            "/v1/principals/{id}/enable",
+            post(principals::enable_principal),
+        )
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             timeout,

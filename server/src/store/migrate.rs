@@ -34,6 +34,12 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../../migrations/sqlite/0003_tasks.sql"),
         postgres: include_str!("../../../migrations/postgres/0003_tasks.sql"),
     },
+    Migration {
+        version: 4,
+        name: "tokens",
+        sqlite: include_str!("../../../migrations/sqlite/0004_tokens.sql"),
+        postgres: include_str!("../../../migrations/postgres/0004_tokens.sql"),
+    },
 ];
 
 /// Arbitrary constant naming our advisory lock.

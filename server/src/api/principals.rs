@@ -1,0 +1,71 @@
+//! Principals of the caller's tenant (tenant admins): disable and enable.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::error::{ApiResult, ErrorBody};
+use super::extract::Auth;
+use crate::app::SharedApp;
+use crate::auth::admin;
+use crate::ids::PrincipalId;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PrincipalState {
+    pub tenant: String,
+    pub principal: String,
+    /// While true, every token of the principal is refused (401).
+    pub disabled: bool,
+}
+
+async fn set(
+    app: SharedApp,
+    scope: crate::auth::PrincipalScope,
+    id: &str,
+    disabled: bool,
+) -> ApiResult<Json<PrincipalState>> {
+    admin::may_administer(&scope)?;
+    let principal = PrincipalId::parse(id)?;
+    admin::set_disabled(
+        &app.revocations,
+        &app.store,
+        &scope,
+        principal.clone(),
+        disabled,
+    )
+    .await?;
+    Ok(Json(PrincipalState {
+        tenant: scope.tenant().to_string(),
+        principal: principal.to_string(),
+        disabled,
+    }))
+}
+
+/// Disable a principal of the caller's tenant: all its tokens are refused on
+/// every instance within a second (tenant admins; not yourself).
+#[utoipa::path(post, path = "/v1/principals/{id}/disable", tag = "tokens",
+    params(("id" = String, Path, description = "Principal id")),
+    responses((status = 200, body = PrincipalState), (status = 400, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 409, description = "disabling yourself", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn disable_principal(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<PrincipalState>> {
+    set(app, scope, &id, true).await
+}
+
+/// Enable a principal again; tokens revoked meanwhile stay revoked.
+#[utoipa::path(post, path = "/v1/principals/{id}/enable", tag = "tokens",
+    params(("id" = String, Path, description = "Principal id")),
+    responses((status = 200, body = PrincipalState), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn enable_principal(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<PrincipalState>> {
+    set(app, scope, &id, false).await
+}
