@@ -130,6 +130,18 @@ pub fn traversable_tempdir() -> tempfile::TempDir {
     dir
 }
 
+/// A server whose home is `home` (the caller keeps its folder alive).
+pub async fn spawn_with_home(backend: Backend, home: PathBuf, opts: Opts) -> TestApp {
+    let pg = match backend {
+        Backend::Sqlite => None,
+        Backend::Postgres => Some(std::sync::Arc::new(PgDatabase::create().await)),
+    };
+    let database_url = pg.as_ref().map(|p| p.url.clone());
+    let mut app = start(backend, home, database_url, opts).await;
+    app._pg = pg;
+    app
+}
+
 pub async fn spawn_with(backend: Backend, opts: Opts) -> TestApp {
     let home_dir = traversable_tempdir();
     let home = home_dir.path().join("home");

@@ -6,6 +6,7 @@
 mod auth;
 mod effects;
 mod helpers;
+mod isolation;
 mod openai;
 mod operations;
 mod sessions;
