@@ -113,10 +113,15 @@ impl IntoResponse for ApiError {
             },
         };
         let mut resp = (self.status, Json(body)).into_response();
-        if let Some(secs) = self.retry_after {
-            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
-                resp.headers_mut().insert(header::RETRY_AFTER, v);
-            }
+        // Every 429 says when to come back, and never "0".
+        let retry_after = match (self.retry_after, self.status) {
+            (Some(secs), _) => Some(secs.max(1)),
+            (None, StatusCode::TOO_MANY_REQUESTS) => Some(1),
+            (None, _) => None,
+        };
+        if let Some(secs) = retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         if self.status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()
