@@ -8,6 +8,7 @@ mod effects;
 mod helpers;
 mod openai;
 mod operations;
+mod protection;
 mod sessions;
 mod streams;
 mod tasks;

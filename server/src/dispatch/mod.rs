@@ -202,7 +202,7 @@ impl ToolEnv<'_> {
         kind: &'static str,
         summary: String,
         job: F,
-    ) -> crate::error::Result<String>
+    ) -> Result<String, crate::tasks::StartError>
     where
         F: FnOnce(crate::tasks::TaskHandle) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = crate::tasks::TaskOutcome> + Send + 'static,
@@ -211,6 +211,16 @@ impl ToolEnv<'_> {
             .tasks
             .start(&self.ctx.scope, &self.ctx.session_id, kind, summary, job)
             .await
+    }
+
+    /// Why a background task of this principal would be refused now, if it would.
+    pub fn background_over_cap(&self) -> Option<String> {
+        self.host.tasks.over_cap(&self.ctx.scope)
+    }
+
+    /// The host's storage quota (artifacts and task logs).
+    pub fn storage_quota(&self) -> &crate::exec::StorageQuota {
+        &self.host.quota
     }
 
     /// Owner-scoped history of one of this principal's sessions.
@@ -328,6 +338,7 @@ pub struct Dispatcher {
     events: EventLog,
     store: crate::store::Store,
     home: PathBuf,
+    quota: Arc<crate::exec::StorageQuota>,
 }
 
 /// What the turn loop gets back: the model view of the result.
@@ -344,6 +355,7 @@ impl Dispatcher {
         events: EventLog,
         store: crate::store::Store,
         home: &Path,
+        quota: Arc<crate::exec::StorageQuota>,
     ) -> Arc<Self> {
         Arc::new(Self {
             approvals,
@@ -352,6 +364,7 @@ impl Dispatcher {
             store,
             events,
             home: home.to_path_buf(),
+            quota,
         })
     }
 
