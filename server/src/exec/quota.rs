@@ -173,15 +173,6 @@ impl OutputBudget {
         }
     }
 
-    /// A fresh budget for another write path of the same command's tenant
-    /// (its own per-command counter, the same tenant counter).
-    pub fn sibling(&self) -> Self {
-        Self {
-            command_used: Arc::default(),
-            ..self.clone()
-        }
-    }
-
     /// Bytes this command has stored.
     pub fn command_used(&self) -> u64 {
         self.command_used.load(Ordering::Relaxed)

@@ -71,10 +71,10 @@ fn fit_cuts_text_on_a_character_boundary() {
 }
 
 #[test]
-fn sibling_budgets_share_the_tenant_only() {
+fn budgets_of_one_tenant_share_the_tenant_counter_only() {
     let quota = StorageQuota::new(10, 15);
     let artifact = quota.budget("t");
-    let log = artifact.sibling();
+    let log = quota.budget("t");
     assert_eq!(artifact.take(10), (10, None));
     assert_eq!(log.take(10), (5, Some(QuotaLimit::Tenant(15))));
 }
