@@ -413,3 +413,35 @@ async fn every_429_says_retry_after_at_least_one_second() {
     }
     assert!(limited > 0, "the limits were never reached");
 }
+
+#[tokio::test]
+async fn signalling_every_process_is_blocked_before_any_approval() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    for command in [
+        "kill -1",
+        "kill -9 -1",
+        "kill -s KILL -1",
+        "pkill .",
+        "killall5",
+    ] {
+        let all = run_script(
+            &app,
+            &tok,
+            &sid,
+            term(json!({"command": command})),
+            "allow_once",
+        )
+        .await;
+        assert!(
+            !types(&all).contains(&"approval.requested"),
+            "{command}: {:?}",
+            types(&all)
+        );
+        let res = all.iter().find(|e| e["type"] == "tool.result").unwrap();
+        assert_eq!(res["data"]["status"], "denied", "{command}: {res}");
+        assert!(content(res).contains("destructive:kill_all"), "{res}");
+    }
+    healthy(&app).await;
+}

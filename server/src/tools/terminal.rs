@@ -155,6 +155,17 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         }
         Err(e) => return path_error(e),
     };
+    let verdict = command_guard::classify_in(&command, Some(&cwd.abs));
+    if verdict.decision == Decision::Block {
+        let why = verdict
+            .reason
+            .clone()
+            .unwrap_or_else(|| verdict.rule.clone());
+        return ToolOutcome::error(
+            ToolStatus::Denied,
+            format!("terminal command blocked: {why} ({})", verdict.rule),
+        );
+    }
     // Checked again when the task starts; asking first would only waste an approval.
     if background {
         if let Some(denial) = env.background_over_cap() {
@@ -166,17 +177,6 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         return ToolOutcome::error(
             ToolStatus::Failed,
             format!("{limit}; the command was not started"),
-        );
-    }
-    let verdict = command_guard::classify_in(&command, Some(&cwd.abs));
-    if verdict.decision == Decision::Block {
-        let why = verdict
-            .reason
-            .clone()
-            .unwrap_or_else(|| verdict.rule.clone());
-        return ToolOutcome::error(
-            ToolStatus::Denied,
-            format!("terminal command blocked: {why} ({})", verdict.rule),
         );
     }
     // The execution shape an approval is bound to.
