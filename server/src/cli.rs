@@ -238,4 +238,36 @@ pub struct ServeArgs {
     /// First uid of the per-tenant range children switch to on a root server.
     #[arg(long, env = "DEMIURGE_SANDBOX_UID_BASE", default_value_t = 200_000)]
     pub sandbox_uid_base: u32,
+    /// Most output one command may store (artifacts and task log), e.g.
+    /// `256MiB`; past it the command is ended and fails.
+    #[arg(long, env = "DEMIURGE_ARTIFACT_MAX_BYTES", default_value = "256MiB")]
+    pub artifact_max_bytes: String,
+    /// Most command output one tenant may store in all, e.g. `4GiB`.
+    #[arg(
+        long,
+        env = "DEMIURGE_TENANT_STORAGE_MAX_BYTES",
+        default_value = "4GiB"
+    )]
+    pub tenant_storage_max_bytes: String,
+    /// Background tasks one principal may have running at once.
+    #[arg(
+        long,
+        env = "DEMIURGE_MAX_BACKGROUND_TASKS_PRINCIPAL",
+        default_value_t = 8
+    )]
+    pub max_background_tasks_principal: usize,
+    /// Background tasks one tenant may have running at once.
+    #[arg(
+        long,
+        env = "DEMIURGE_MAX_BACKGROUND_TASKS_TENANT",
+        default_value_t = 32
+    )]
+    pub max_background_tasks_tenant: usize,
+    /// How long a client may take to send a request's headers (also an idle
+    /// keep-alive connection's next request), e.g. `10s`.
+    #[arg(long, env = "DEMIURGE_HEADER_READ_TIMEOUT", default_value = "10s")]
+    pub header_read_timeout: String,
+    /// Open HTTP connections served at once; more are closed at accept.
+    #[arg(long, env = "DEMIURGE_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
 }

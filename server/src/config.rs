@@ -106,6 +106,106 @@ pub struct RateLimitConfig {
     pub burst: u32,
 }
 
+/// Limits that keep one tenant (or one client) from hurting the others.
+#[derive(Debug, Clone, Copy)]
+pub struct ProtectionConfig {
+    /// Output one command may store (artifacts plus task log).
+    pub artifact_max_bytes: u64,
+    /// Command output one tenant may store in all.
+    pub tenant_storage_max_bytes: u64,
+    /// Running background tasks per principal.
+    pub max_background_tasks_principal: usize,
+    /// Running background tasks per tenant.
+    pub max_background_tasks_tenant: usize,
+    /// Time allowed for a request's headers (and between keep-alive requests).
+    pub header_read_timeout: Duration,
+    /// Open HTTP connections served at once.
+    pub max_connections: usize,
+}
+
+impl Default for ProtectionConfig {
+    fn default() -> Self {
+        Self {
+            artifact_max_bytes: crate::exec::quota::DEFAULT_ARTIFACT_MAX_BYTES,
+            tenant_storage_max_bytes: crate::exec::quota::DEFAULT_TENANT_STORAGE_MAX_BYTES,
+            max_background_tasks_principal: 8,
+            max_background_tasks_tenant: 32,
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 4096,
+        }
+    }
+}
+
+/// A byte size: a whole number, optionally with a binary unit
+/// (`K`/`KiB`, `M`/`MiB`, `G`/`GiB`, `T`/`TiB`; `B` for bytes).
+pub fn parse_bytes(name: &str, s: &str) -> Result<u64, ConfigError> {
+    let text = s.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "K" | "KiB" | "k" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        "T" | "TiB" => 40,
+        _ => u32::MAX,
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .filter(|_| shift != u32::MAX)
+        .and_then(|n| n.checked_mul(1u64.checked_shl(shift)?))
+        .ok_or_else(|| {
+            ConfigError(format!(
+                "{name} {s:?} is not a byte size; use e.g. 1048576, 512KiB, 256MiB, 4GiB"
+            ))
+        })
+}
+
+impl ProtectionConfig {
+    pub fn from_args(serve: &ServeArgs) -> Result<Self, ConfigError> {
+        let artifact_max_bytes = parse_bytes("--artifact-max-bytes", &serve.artifact_max_bytes)?;
+        let tenant_storage_max_bytes = parse_bytes(
+            "--tenant-storage-max-bytes",
+            &serve.tenant_storage_max_bytes,
+        )?;
+        if artifact_max_bytes < 1024 {
+            return Err(ConfigError(format!(
+                "--artifact-max-bytes {artifact_max_bytes} is below 1024 bytes"
+            )));
+        }
+        if tenant_storage_max_bytes < 1024 {
+            return Err(ConfigError(format!(
+                "--tenant-storage-max-bytes {tenant_storage_max_bytes} is below 1024 bytes"
+            )));
+        }
+        if serve.max_background_tasks_principal == 0 || serve.max_background_tasks_tenant == 0 {
+            return Err(ConfigError(
+                "--max-background-tasks-principal and --max-background-tasks-tenant must be at least 1"
+                    .into(),
+            ));
+        }
+        let header_read_timeout =
+            parse_duration("--header-read-timeout", &serve.header_read_timeout)?;
+        if header_read_timeout.is_zero() {
+            return Err(ConfigError("--header-read-timeout must be above 0".into()));
+        }
+        if serve.max_connections == 0 {
+            return Err(ConfigError("--max-connections must be at least 1".into()));
+        }
+        Ok(Self {
+            artifact_max_bytes,
+            tenant_storage_max_bytes,
+            max_background_tasks_principal: serve.max_background_tasks_principal,
+            max_background_tasks_tenant: serve.max_background_tasks_tenant,
+            header_read_timeout,
+            max_connections: serve.max_connections,
+        })
+    }
+}
+
 /// Everything `serve` needs.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -127,6 +227,7 @@ pub struct Config {
     pub read_roots: Vec<PathBuf>,
     /// `--terminal-network`: `false` cuts the network of terminal commands.
     pub terminal_network: bool,
+    pub protection: ProtectionConfig,
 }
 
 pub fn parse_duration(name: &str, s: &str) -> Result<Duration, ConfigError> {
@@ -302,6 +403,7 @@ impl Config {
             stream_buffer: serve.stream_buffer,
             approval_timeout: parse_duration("--approval-timeout", &serve.approval_timeout)?,
             clarify_timeout: parse_duration("--clarify-timeout", &serve.clarify_timeout)?,
+            protection: ProtectionConfig::from_args(serve)?,
             auth: AuthConfig {
                 audience: serve.jwt_audience.clone(),
                 external_issuer: serve.jwt_issuer.clone(),
@@ -346,6 +448,90 @@ mod tests {
             Duration::from_secs(3600)
         );
         assert!(parse_duration("x", "soon").unwrap_err().0.contains("soon"));
+    }
+
+    #[test]
+    fn byte_sizes() {
+        for (text, bytes) in [
+            ("0", 0),
+            ("1048576", 1_048_576),
+            ("1024B", 1024),
+            ("512KiB", 512 * 1024),
+            ("4k", 4096),
+            ("1 MiB", 1 << 20),
+            ("256MiB", 256 << 20),
+            ("4GiB", 4 << 30),
+            ("2T", 2 << 40),
+        ] {
+            assert_eq!(parse_bytes("x", text).unwrap(), bytes, "{text}");
+        }
+        for bad in [
+            "",
+            "MiB",
+            "1.5MiB",
+            "-1",
+            "10 parsecs",
+            "99999999999999999999",
+            "20000000TiB",
+        ] {
+            let err = parse_bytes("--artifact-max-bytes", bad).unwrap_err();
+            assert!(err.0.contains("--artifact-max-bytes"), "{bad}: {}", err.0);
+        }
+    }
+
+    #[test]
+    fn protection_defaults_and_checks() {
+        use clap::Parser;
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["demiurge", "serve"];
+            argv.extend_from_slice(extra);
+            let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+            match cli.command {
+                crate::cli::Command::Serve(serve) => ProtectionConfig::from_args(&serve),
+                _ => Err(ConfigError("not serve".into())),
+            }
+        };
+        let d = parse(&[]).unwrap();
+        assert_eq!(d.artifact_max_bytes, 256 << 20);
+        assert_eq!(d.tenant_storage_max_bytes, 4 << 30);
+        assert_eq!(
+            (
+                d.max_background_tasks_principal,
+                d.max_background_tasks_tenant
+            ),
+            (8, 32)
+        );
+        assert_eq!(d.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(d.max_connections, 4096);
+        let c = parse(&[
+            "--artifact-max-bytes",
+            "1MiB",
+            "--tenant-storage-max-bytes",
+            "3MiB",
+            "--max-background-tasks-principal",
+            "2",
+            "--header-read-timeout",
+            "1s",
+            "--max-connections",
+            "100",
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.artifact_max_bytes, c.tenant_storage_max_bytes),
+            (1 << 20, 3 << 20)
+        );
+        assert_eq!(c.max_background_tasks_principal, 2);
+        assert_eq!(c.header_read_timeout, Duration::from_secs(1));
+        assert_eq!(c.max_connections, 100);
+        for bad in [
+            &["--artifact-max-bytes", "10"][..],
+            &["--tenant-storage-max-bytes", "lots"],
+            &["--max-background-tasks-tenant", "0"],
+            &["--header-read-timeout", "0s"],
+            &["--max-connections", "0"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

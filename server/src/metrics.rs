@@ -24,6 +24,8 @@ pub struct Metrics {
     open_sse: AtomicI64,
     open_ws: AtomicI64,
     rate_limited: AtomicU64,
+    open_connections: AtomicI64,
+    connections_refused: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -52,6 +54,16 @@ impl Metrics {
 
     pub fn rate_limited(&self) {
         self.rate_limited.fetch_add(1, Relaxed);
+    }
+
+    /// A connection was closed at accept because the connection cap was reached.
+    pub fn connection_refused(&self) {
+        self.connections_refused.fetch_add(1, Relaxed);
+    }
+
+    /// Connections currently held (`+1` on accept, `-1` on close).
+    pub fn connections_open(&self, delta: i64) {
+        self.open_connections.fetch_add(delta, Relaxed);
     }
 
     pub fn turn_started(&self) {
@@ -118,6 +130,26 @@ impl Metrics {
             s,
             "demiurge_rate_limited_total {}",
             self.rate_limited.load(Relaxed)
+        );
+        let _ = writeln!(
+            s,
+            "# HELP demiurge_http_connections_open HTTP connections held (upgraded ones included)."
+        );
+        let _ = writeln!(s, "# TYPE demiurge_http_connections_open gauge");
+        let _ = writeln!(
+            s,
+            "demiurge_http_connections_open {}",
+            self.open_connections.load(Relaxed)
+        );
+        let _ = writeln!(
+            s,
+            "# HELP demiurge_http_connections_refused_total Connections closed at accept by the connection cap."
+        );
+        let _ = writeln!(s, "# TYPE demiurge_http_connections_refused_total counter");
+        let _ = writeln!(
+            s,
+            "demiurge_http_connections_refused_total {}",
+            self.connections_refused.load(Relaxed)
         );
         let _ = writeln!(s, "# HELP demiurge_turns_started_total Turns started.");
         let _ = writeln!(s, "# TYPE demiurge_turns_started_total counter");

@@ -1,5 +1,8 @@
 //! Building and running the server: open the store, bootstrap, recover lost
-//! turns, bind (port 0 works for tests), serve, and drain on shutdown.
+//! turns, bind (port 0 works for tests), serve ([`http`]: header-read timeout,
+//! connection cap), and drain on shutdown.
+
+mod http;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -100,7 +103,17 @@ impl Application {
             node_id.clone(),
             config.clarify_timeout,
         );
-        let tasks = crate::tasks::Tasks::new(store.clone(), events.clone(), node_id.clone());
+        let quota = seed_storage_quota(&config, &store).await?;
+        let tasks = crate::tasks::Tasks::new(
+            store.clone(),
+            events.clone(),
+            node_id.clone(),
+            crate::tasks::TaskCaps {
+                per_principal: config.protection.max_background_tasks_principal,
+                per_tenant: config.protection.max_background_tasks_tenant,
+            },
+            quota.clone(),
+        );
         let dispatcher = Dispatcher::new(
             approvals.clone(),
             clarifications,
@@ -109,6 +122,7 @@ impl Application {
             store.clone(),
             &config.home,
             walls.clone(),
+            quota,
         );
         let turns = TurnService::new(
             store.clone(),
@@ -229,20 +243,59 @@ impl Application {
             app.shutdown.clone(),
         ));
         let router = crate::api::router(app.clone());
-        let stop = app.shutdown.clone();
-        axum::serve(
+        http::serve(
             self.listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
+            router,
+            http::HttpLimits {
+                header_read_timeout: app.config.protection.header_read_timeout,
+                max_connections: app.config.protection.max_connections,
+            },
+            app.metrics.clone(),
+            app.shutdown.clone(),
         )
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .await
-        .context("serve")?;
+        .await;
         app.turns.shutdown(Duration::from_secs(10)).await;
         app.dispatcher.tasks.shutdown(Duration::from_secs(10)).await;
         app.store.close().await;
         tracing::info!("stopped");
         Ok(())
     }
+}
+
+/// The storage quota, with each tenant's usage counted once: artifacts on
+/// this node's disk plus task logs in the database.
+async fn seed_storage_quota(
+    config: &Config,
+    store: &Store,
+) -> anyhow::Result<Arc<crate::exec::StorageQuota>> {
+    let quota = crate::exec::StorageQuota::new(
+        config.protection.artifact_max_bytes,
+        config.protection.tenant_storage_max_bytes,
+    );
+    let root = crate::tools::terminal::artifacts_root(&config.home);
+    let seeding = quota.clone();
+    let on_disk = tokio::task::spawn_blocking(move || seeding.seed_from_artifacts(&root))
+        .await
+        .context("count stored artifacts")?
+        .context("count stored artifacts")?;
+    let mut in_logs = 0u64;
+    for (tenant, bytes) in store
+        .task_log_bytes_by_tenant()
+        .await
+        .context("count stored task logs")?
+    {
+        let bytes = u64::try_from(bytes).unwrap_or(0);
+        quota.add_existing(&tenant, bytes);
+        in_logs += bytes;
+    }
+    tracing::info!(
+        artifact_bytes = on_disk,
+        task_log_bytes = in_logs,
+        per_command = quota.per_command(),
+        per_tenant = quota.per_tenant(),
+        "storage quota counted"
+    );
+    Ok(quota)
 }
 
 /// Resolves on SIGTERM or SIGINT.

@@ -9,6 +9,7 @@ mod helpers;
 mod isolation;
 mod openai;
 mod operations;
+mod protection;
 mod sessions;
 mod streams;
 mod tasks;

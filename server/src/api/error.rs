@@ -113,10 +113,15 @@ impl IntoResponse for ApiError {
             },
         };
         let mut resp = (self.status, Json(body)).into_response();
-        if let Some(secs) = self.retry_after {
-            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
-                resp.headers_mut().insert(header::RETRY_AFTER, v);
-            }
+        // Every 429 says when to come back, and never "0".
+        let retry_after = match (self.retry_after, self.status) {
+            (Some(secs), _) => Some(secs.max(1)),
+            (None, StatusCode::TOO_MANY_REQUESTS) => Some(1),
+            (None, _) => None,
+        };
+        if let Some(secs) = retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         if self.status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()
@@ -127,3 +132,29 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn retry_after(e: ApiError) -> Option<String> {
+        e.into_response()
+            .headers()
+            .get(header::RETRY_AFTER)
+            .map(|v| v.to_str().unwrap().to_owned())
+    }
+
+    #[test]
+    fn every_429_has_a_retry_after_of_at_least_one_second() {
+        for (secs, want) in [(0, "1"), (1, "1"), (7, "7")] {
+            let e = ApiError::from(Error::RateLimited {
+                retry_after_secs: secs,
+            });
+            assert_eq!(e.status, StatusCode::TOO_MANY_REQUESTS);
+            assert_eq!(retry_after(e).as_deref(), Some(want));
+        }
+        let bare = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", "slow down");
+        assert_eq!(retry_after(bare).as_deref(), Some("1"));
+        assert_eq!(retry_after(ApiError::not_found()), None);
+    }
+}

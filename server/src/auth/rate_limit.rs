@@ -62,13 +62,56 @@ impl RateLimits {
 }
 
 fn retry_secs(n: &governor::NotUntil<governor::clock::QuantaInstant>) -> u64 {
-    let wait = n.wait_time_from(DefaultClock::default().now());
-    wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
+    retry_after_secs(n.wait_time_from(DefaultClock::default().now()))
+}
+
+/// Seconds for `Retry-After`: the wait rounded up, never below one second (a
+/// `0` invites an immediate retry that is refused again).
+pub fn retry_after_secs(wait: std::time::Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_rounds_up_and_is_at_least_one_second() {
+        use std::time::Duration;
+        for (wait, secs) in [
+            (Duration::ZERO, 1),
+            (Duration::from_nanos(1), 1),
+            (Duration::from_millis(999), 1),
+            (Duration::from_secs(1), 1),
+            (Duration::from_millis(1001), 2),
+            (Duration::from_secs(2), 2),
+            (Duration::from_millis(2500), 3),
+            (Duration::from_secs(60), 60),
+        ] {
+            assert_eq!(retry_after_secs(wait), secs, "{wait:?}");
+        }
+    }
+
+    #[test]
+    fn every_refusal_says_at_least_one_second() {
+        // A high rate makes sub-second waits (which used to round to 0).
+        let r = RateLimits::new(&RateLimitConfig {
+            per_principal: 1000,
+            per_ip: 1000,
+            burst: 1,
+        });
+        let mut refused = 0;
+        for _ in 0..5000 {
+            if let Err(secs) = r.check_principal("t/a") {
+                refused += 1;
+                assert!(secs >= 1);
+            }
+            if let Err(secs) = r.check_ip("127.0.0.1".parse().unwrap()) {
+                assert!(secs >= 1);
+            }
+        }
+        assert!(refused > 0);
+    }
 
     #[test]
     fn burst_then_limited_with_retry_after() {

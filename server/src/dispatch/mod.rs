@@ -202,7 +202,7 @@ impl ToolEnv<'_> {
         kind: &'static str,
         summary: String,
         job: F,
-    ) -> crate::error::Result<String>
+    ) -> Result<String, crate::tasks::StartError>
     where
         F: FnOnce(crate::tasks::TaskHandle) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = crate::tasks::TaskOutcome> + Send + 'static,
@@ -211,6 +211,16 @@ impl ToolEnv<'_> {
             .tasks
             .start(&self.ctx.scope, &self.ctx.session_id, kind, summary, job)
             .await
+    }
+
+    /// Why a background task of this principal would be refused now, if it would.
+    pub fn background_over_cap(&self) -> Option<String> {
+        self.host.tasks.over_cap(&self.ctx.scope)
+    }
+
+    /// The host's storage quota (artifacts and task logs).
+    pub fn storage_quota(&self) -> &crate::exec::StorageQuota {
+        &self.host.quota
     }
 
     /// Owner-scoped history of one of this principal's sessions.
@@ -358,6 +368,7 @@ pub struct Dispatcher {
     store: crate::store::Store,
     home: PathBuf,
     walls: Arc<Walls>,
+    quota: Arc<crate::exec::StorageQuota>,
 }
 
 /// The walls every effect of a tenant stays inside: the child-process
@@ -385,6 +396,7 @@ impl Dispatcher {
         store: crate::store::Store,
         home: &Path,
         walls: Arc<Walls>,
+        quota: Arc<crate::exec::StorageQuota>,
     ) -> Arc<Self> {
         Arc::new(Self {
             approvals,
@@ -394,6 +406,7 @@ impl Dispatcher {
             events,
             home: home.to_path_buf(),
             walls,
+            quota,
         })
     }
 

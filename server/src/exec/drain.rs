@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use tokio::io::{AsyncWriteExt, BufWriter};
 
+use super::quota::{OutputBudget, QuotaLimit};
 use super::scrub::Scrubber;
 
 /// Characters kept per stream for the model/operator views.
@@ -243,6 +244,10 @@ pub(crate) struct StreamDrain {
     sink: Option<ArtifactSink>,
     artifact: Option<PathBuf>,
     error: Option<String>,
+    /// Bytes the artifact may still take (shared with the other stream).
+    budget: OutputBudget,
+    /// Set once the budget cut the artifact short; nothing more is written.
+    quota: Option<QuotaLimit>,
     pub(crate) eof: bool,
 }
 
@@ -267,8 +272,21 @@ impl StreamDrain {
             sink,
             artifact: path,
             error,
+            budget: OutputBudget::unlimited(),
+            quota: None,
             eof: false,
         }
+    }
+
+    /// Limits the artifact to what `budget` grants.
+    pub(crate) fn with_budget(mut self, budget: OutputBudget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The limit that cut the artifact short, if one did.
+    pub(crate) fn quota(&self) -> Option<QuotaLimit> {
+        self.quota
     }
 
     /// Processes one read.
@@ -300,10 +318,28 @@ impl StreamDrain {
             return;
         }
         self.tail.push(text);
-        if let Some(sink) = self.sink.as_mut() {
-            if let Err(err) = sink.write(text).await {
-                self.sink = None;
-                self.fail(&err);
+        if let Some(mut sink) = self.sink.take() {
+            let (kept, limit) = self.budget.fit(text);
+            let mut written = if kept.is_empty() {
+                Ok(())
+            } else {
+                sink.write(kept).await
+            };
+            if let Some(limit) = limit {
+                // Over the cap: keep what fits, close the file, write no more.
+                tracing::warn!(stream = %self.kind, %limit, "terminal artifact stopped at its quota");
+                self.quota = Some(limit);
+                if written.is_ok() {
+                    written = sink.finish().await;
+                }
+                if let Err(err) = written {
+                    self.fail(&err);
+                }
+            } else {
+                match written {
+                    Ok(()) => self.sink = Some(sink),
+                    Err(err) => self.fail(&err),
+                }
             }
         }
         on_chunk(self.kind, text);

@@ -45,6 +45,16 @@
 //! be opened or written the pipes keep draining, and
 //! [`ExecResult::artifact_error`] is set: the caller must fail the operation.
 //!
+//! # Quotas ([`quota`])
+//!
+//! Artifacts take bytes from the command's [`OutputBudget`]
+//! ([`ExecSpec::output_budget`]): a per-command cap and the tenant's total.
+//! When a write would pass either, the artifact keeps what fits and is
+//! closed, the pipes keep draining (tails and totals stay exact), the group
+//! is ended like at a timeout and the run ends with
+//! [`ExitReason::OutputQuota`] and [`ExecResult::quota_exceeded`] naming the
+//! limit.
+//!
 //! Redaction covers exact values only; transformed or encoded secrets are not
 //! caught. A descendant that creates its own session leaves the owned group
 //! (the drain stops waiting for such a process shortly after the group is
@@ -60,6 +70,7 @@
 pub mod drain;
 pub mod env;
 pub mod kill;
+pub mod quota;
 pub mod sandbox;
 pub mod scrub;
 pub mod spawn;
@@ -68,5 +79,6 @@ mod registry;
 pub use drain::{StreamKind, StreamSummary, TAIL_CHARS};
 pub use env::{child_env, ensure_runtime_home, is_reserved_env_target};
 pub use kill::{boot_id, kill_group, reap_orphans, start_marker, ProcessRecord};
+pub use quota::{OutputBudget, QuotaLimit, StorageQuota};
 pub use registry::ProcessRegistry;
 pub use spawn::{run, ExecError, ExecResult, ExecSpec, ExitReason, DEFAULT_KILL_GRACE};

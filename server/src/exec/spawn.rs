@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::drain::{open_artifacts, StreamDrain, StreamKind, StreamSummary};
 use super::kill::{kill_group, start_marker, ProcessRecord};
+use super::quota::{OutputBudget, QuotaLimit};
 
 /// Default time between `SIGTERM` and `SIGKILL`.
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
@@ -51,6 +52,8 @@ pub struct ExecSpec {
     /// The walls the child enters before exec ([`super::sandbox`]); `None`
     /// only with `--sandbox off`.
     pub confinement: Option<std::sync::Arc<super::sandbox::Confinement>>,
+    /// Bytes both artifacts together may take; past it the group is ended.
+    pub output_budget: OutputBudget,
 }
 
 impl ExecSpec {
@@ -71,6 +74,7 @@ impl ExecSpec {
             secrets: Vec::new(),
             kill_grace: DEFAULT_KILL_GRACE,
             confinement: None,
+            output_budget: OutputBudget::unlimited(),
         }
     }
 }
@@ -87,6 +91,9 @@ pub enum ExitReason {
     TimedOut,
     /// The Host ended the group on cancellation (turn, task, shutdown).
     Cancelled,
+    /// The Host ended the group because its output reached a storage quota
+    /// (see [`ExecResult::quota_exceeded`]).
+    OutputQuota,
 }
 
 /// The outcome of [`run`].
@@ -103,6 +110,8 @@ pub struct ExecResult {
     /// Why an artifact is missing or incomplete. When set, the command still
     /// ran and was drained, but the operation must be reported as failed.
     pub artifact_error: Option<String>,
+    /// The storage quota that cut the artifacts short and ended the command.
+    pub quota_exceeded: Option<QuotaLimit>,
     pub record: ProcessRecord,
     /// From spawn to the end of draining.
     pub elapsed: Duration,
@@ -157,8 +166,10 @@ pub async fn run(
 
     let spawn_id = format!("proc_{}", uuid::Uuid::new_v4().simple());
     let [stdout_artifact, stderr_artifact] = open_artifacts(&spec.artifact_dir, &spawn_id).await;
-    let mut out = StreamDrain::new(StreamKind::Stdout, &spec.secrets, stdout_artifact);
-    let mut err = StreamDrain::new(StreamKind::Stderr, &spec.secrets, stderr_artifact);
+    let mut out = StreamDrain::new(StreamKind::Stdout, &spec.secrets, stdout_artifact)
+        .with_budget(spec.output_budget.clone());
+    let mut err = StreamDrain::new(StreamKind::Stderr, &spec.secrets, stderr_artifact)
+        .with_budget(spec.output_budget.clone());
 
     let mut command = shell_command(&spec);
     let started = Instant::now();
@@ -219,6 +230,11 @@ pub async fn run(
     loop {
         if status.is_some() && out.eof && err.eof {
             break;
+        }
+        if ended_by.is_none() && out.quota().or(err.quota()).is_some() {
+            // A disk filler must not keep running once its output is capped.
+            ended_by = Some(ExitReason::OutputQuota);
+            killer = Some(start_kill(&record, spec.kill_grace, "output quota"));
         }
         tokio::select! {
             read = out_pipe.read(&mut out_buf), if !out.eof => match read {
@@ -291,6 +307,7 @@ pub async fn run(
         stdout_artifact: out.artifact(),
         stderr_artifact: err.artifact(),
         artifact_error,
+        quota_exceeded: out.quota().or(err.quota()),
         record,
         elapsed: started.elapsed(),
     })

@@ -516,3 +516,74 @@ async fn run_plain_err(spec: ExecSpec) -> ExecError {
         .await
         .unwrap_err()
 }
+
+#[tokio::test]
+async fn a_disk_filler_stops_at_the_command_quota_and_its_group_is_ended() {
+    let dir = TempDir::new().unwrap();
+    let quota = crate::exec::StorageQuota::new(64 * 1024, 1 << 40);
+    let mut spec = spec(&dir, "yes 0123456789abcdef", Duration::from_secs(30));
+    spec.output_budget = quota.budget("acme");
+    let started = Instant::now();
+    let r = run_plain(spec).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(r.reason, ExitReason::OutputQuota);
+    assert_eq!(
+        r.quota_exceeded,
+        Some(crate::exec::QuotaLimit::Command(64 * 1024))
+    );
+    let written = std::fs::metadata(r.stdout_artifact.as_ref().unwrap())
+        .unwrap()
+        .len();
+    assert!(written <= 64 * 1024 && written > 60 * 1024, "{written}");
+    assert_eq!(quota.used("acme"), written);
+    // The tail and totals still describe the stream as read.
+    assert!(r.stdout.total_bytes >= written);
+    assert!(r.stdout.tail.ends_with("0123456789abcdef\n"));
+    assert!(r.artifact_error.is_none());
+    assert!(live_members(r.record.pgid).is_empty());
+}
+
+#[tokio::test]
+async fn both_streams_share_the_command_quota_and_a_quiet_command_is_untouched() {
+    let dir = TempDir::new().unwrap();
+    let quota = crate::exec::StorageQuota::new(1000, 1500);
+    let mut quiet = spec(&dir, "echo hi; echo there >&2", Duration::from_secs(10));
+    quiet.output_budget = quota.budget("acme");
+    let r = run_plain(quiet).await;
+    assert_eq!(
+        (r.reason, r.exit_code, r.quota_exceeded),
+        (ExitReason::Exited, Some(0), None)
+    );
+    assert_eq!(quota.used("acme"), 9);
+    let mut loud = spec(
+        &dir,
+        "head -c 800 /dev/zero | tr '\\0' a; head -c 800 /dev/zero | tr '\\0' b >&2; sleep 20",
+        Duration::from_secs(30),
+    );
+    loud.output_budget = quota.budget("acme");
+    let r = run_plain(loud).await;
+    assert_eq!(r.reason, ExitReason::OutputQuota);
+    assert_eq!(
+        r.quota_exceeded,
+        Some(crate::exec::QuotaLimit::Command(1000))
+    );
+    let sizes: u64 = [&r.stdout_artifact, &r.stderr_artifact]
+        .iter()
+        .map(|p| std::fs::metadata(p.as_ref().unwrap()).unwrap().len())
+        .sum();
+    assert_eq!(sizes, 1000);
+    assert_eq!(quota.used("acme"), 1009);
+    // The tenant has 491 bytes left: the next loud command stops at the tenant cap.
+    let mut next = spec(&dir, "yes", Duration::from_secs(30));
+    next.output_budget = quota.budget("acme");
+    let r = run_plain(next).await;
+    assert_eq!(
+        r.quota_exceeded,
+        Some(crate::exec::QuotaLimit::Tenant(1500))
+    );
+    assert_eq!(quota.used("acme"), 1500);
+}

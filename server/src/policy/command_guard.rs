@@ -3623,6 +3623,15 @@ fn destructive(base: &str, args: &[Word], ctx: Ctx) -> Option<Verdict> {
         "kill" if kill_targets_all(&vals) => {
             Some(block("destructive:kill_all", "signals every process"))
         }
+        "killall5" => Some(block("destructive:kill_all", "signals every process")),
+        "pkill" if pkill_hits_everything(&vals) => Some(block(
+            "destructive:kill_all",
+            "pkill selects every process (of a user)",
+        )),
+        "killall" if killall_hits_everything(&vals) => Some(block(
+            "destructive:kill_all",
+            "killall selects every process (of a user)",
+        )),
         "chmod" | "chown" | "chgrp" if perm_recursive_critical(args, ctx) => Some(block(
             "destructive:perm_root",
             "recursive permission change on the root, a home or a system directory",
@@ -3724,29 +3733,222 @@ fn find_deletes_critical(args: &[Word], ctx: Ctx) -> bool {
     })
 }
 
+/// `kill … -1` (every process the caller may signal). A lone `kill -1`
+/// is read the same way: whether `-1` is the signal or the target depends on
+/// the shell, so it is never let through.
 fn kill_targets_all(vals: &[&str]) -> bool {
+    let is_all = |a: &str| a.trim().parse::<i64>() == Ok(-1);
     let mut i = 0;
-    let mut signal_seen = false;
+    let mut signal: Option<&str> = None;
     let mut pids: Vec<&str> = Vec::new();
     while let Some(a) = vals.get(i).copied() {
         if a == "--" {
-            pids.extend(vals[i + 1..].iter().copied());
+            pids.extend(vals.get(i + 1..).unwrap_or_default().iter().copied());
             break;
         }
-        if !signal_seen && (a == "-s" || a == "-n") {
-            signal_seen = true;
+        if signal.is_none() && (a == "-s" || a == "-n") {
+            signal = Some(vals.get(i + 1).copied().unwrap_or_default());
             i += 2;
             continue;
         }
-        if !signal_seen && a.len() > 1 && a.starts_with('-') {
-            signal_seen = true;
+        if signal.is_none() && a.len() > 1 && a.starts_with('-') {
+            signal = Some(a);
             i += 1;
             continue;
         }
         pids.push(a);
         i += 1;
     }
-    pids.contains(&"-1")
+    pids.iter().any(|p| is_all(p)) || (pids.is_empty() && signal.is_some_and(is_all))
+}
+
+/// Process names a "matches everything" pattern must all match.
+const PROCESS_NAME_PROBES: &[&str] = &[
+    "demiurge",
+    "sh",
+    "bash",
+    "init",
+    "systemd",
+    "sleep",
+    "python3",
+    "postgres",
+    "kworker/0:1",
+    "a",
+    "Z",
+    "1",
+    "x-y_z.9",
+];
+
+/// Whether `pattern` (an extended regular expression, as `pkill` and
+/// `killall -r` take) matches every process name. A pattern that does not
+/// parse is not called "everything" (it still needs approval as a signal).
+fn pattern_matches_everything(pattern: &str, exact: bool, ignore_case: bool) -> bool {
+    let source = if exact {
+        format!("^(?:{pattern})$")
+    } else {
+        pattern.to_owned()
+    };
+    let Ok(re) = regex::RegexBuilder::new(&source)
+        .case_insensitive(ignore_case)
+        .size_limit(1 << 20)
+        .build()
+    else {
+        return false;
+    };
+    PROCESS_NAME_PROBES.iter().all(|name| re.is_match(name))
+}
+
+/// `-9`, `-KILL`, `-SIGTERM` (single capitals such as `-U` are options).
+fn is_signal_option(cluster: &str) -> bool {
+    cluster.chars().all(|c| c.is_ascii_digit())
+        || (cluster.len() > 1 && cluster.chars().all(|c| c.is_ascii_uppercase()))
+}
+
+/// `pkill` with a pattern that matches every name, with `-v` (inverse), or
+/// with only a user/group selector (every process of that user).
+fn pkill_hits_everything(vals: &[&str]) -> bool {
+    const VALUE_SHORT: &str = "gGPstuUF";
+    const VALUE_LONG: &[&str] = &[
+        "signal",
+        "pgroup",
+        "group",
+        "parent",
+        "session",
+        "terminal",
+        "euid",
+        "uid",
+        "pidfile",
+        "ns",
+        "nslist",
+        "cgroup",
+        "runstates",
+        "env",
+    ];
+    const USER_LONG: &[&str] = &["euid", "uid", "group"];
+    let (mut exact, mut ignore_case, mut inverse, mut by_user) = (false, false, false, false);
+    let mut patterns: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while let Some(a) = vals.get(i).copied() {
+        i += 1;
+        if a == "--" {
+            patterns.extend(vals.get(i..).unwrap_or_default().iter().copied());
+            break;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            let (name, inline) = long
+                .split_once('=')
+                .map_or((long, false), |(n, _)| (n, true));
+            match name {
+                "inverse" => inverse = true,
+                "exact" => exact = true,
+                "ignore-case" => ignore_case = true,
+                _ => {}
+            }
+            if USER_LONG.contains(&name) {
+                by_user = true;
+            }
+            if VALUE_LONG.contains(&name) && !inline {
+                i += 1;
+            }
+            continue;
+        }
+        let Some(cluster) = a.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            patterns.push(a);
+            continue;
+        };
+        if is_signal_option(cluster) {
+            continue;
+        }
+        for (at, c) in cluster.char_indices() {
+            match c {
+                'v' => inverse = true,
+                'x' => exact = true,
+                'i' => ignore_case = true,
+                _ => {}
+            }
+            if matches!(c, 'u' | 'U' | 'G') {
+                by_user = true;
+            }
+            if VALUE_SHORT.contains(c) {
+                if cluster.get(at + 1..).unwrap_or_default().is_empty() {
+                    i += 1;
+                }
+                break;
+            }
+        }
+    }
+    inverse
+        || (patterns.is_empty() && by_user)
+        || patterns
+            .iter()
+            .any(|p| pattern_matches_everything(p, exact, ignore_case))
+}
+
+/// `killall -r` with a pattern that matches every name, or `killall -u USER`
+/// with no name (every process of that user).
+fn killall_hits_everything(vals: &[&str]) -> bool {
+    const VALUE_SHORT: &str = "ouynsZ";
+    const VALUE_LONG: &[&str] = &[
+        "older-than",
+        "younger-than",
+        "user",
+        "signal",
+        "context",
+        "ns",
+    ];
+    let (mut regexp, mut exact, mut ignore_case, mut by_user) = (false, false, false, false);
+    let mut names: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while let Some(a) = vals.get(i).copied() {
+        i += 1;
+        if a == "--" {
+            names.extend(vals.get(i..).unwrap_or_default().iter().copied());
+            break;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            let (name, inline) = long
+                .split_once('=')
+                .map_or((long, false), |(n, _)| (n, true));
+            match name {
+                "regexp" => regexp = true,
+                "exact" => exact = true,
+                "ignore-case" => ignore_case = true,
+                "user" => by_user = true,
+                _ => {}
+            }
+            if VALUE_LONG.contains(&name) && !inline {
+                i += 1;
+            }
+            continue;
+        }
+        let Some(cluster) = a.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            names.push(a);
+            continue;
+        };
+        if is_signal_option(cluster) {
+            continue;
+        }
+        for (at, c) in cluster.char_indices() {
+            match c {
+                'r' => regexp = true,
+                'e' => exact = true,
+                'I' => ignore_case = true,
+                'u' => by_user = true,
+                _ => {}
+            }
+            if VALUE_SHORT.contains(c) {
+                if cluster.get(at + 1..).unwrap_or_default().is_empty() {
+                    i += 1;
+                }
+                break;
+            }
+        }
+    }
+    (names.is_empty() && by_user)
+        || (regexp
+            && names
+                .iter()
+                .any(|n| pattern_matches_everything(n, exact, ignore_case)))
 }
 
 /// Root, a top-level system directory, a home directory, or their whole

@@ -158,6 +158,23 @@ impl Store {
         Ok(())
     }
 
+    /// Bytes of task log stored per tenant (seeds the storage quota once at start-up).
+    pub async fn task_log_bytes_by_tenant(&self) -> Result<Vec<(String, i64)>, sqlx::Error> {
+        let length = match self.backend() {
+            crate::config::Backend::Sqlite => "LENGTH(CAST(l.chunk AS BLOB))",
+            crate::config::Backend::Postgres => "OCTET_LENGTH(l.chunk)",
+        };
+        let rows = sqlx::query(&format!(
+            "SELECT t.tenant_id, CAST(SUM({length}) AS BIGINT) FROM task_logs l \
+             JOIN tasks t ON t.id = l.task_id GROUP BY t.tenant_id"
+        ))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get::<Option<i64>, _>(1)?.unwrap_or(0))))
+            .collect()
+    }
+
     /// Log chunks after row `after`, oldest first: (row id, stream, chunk).
     pub async fn task_logs(
         &self,

@@ -3,6 +3,11 @@
 //! cancellation; tasks a crash left running become `lost`. The first kind is
 //! `terminal.exec` (`terminal(background=true)`); the task tools and the
 //! worker pool build on this.
+//!
+//! Running tasks are capped per principal and per tenant ([`TaskCaps`],
+//! counted on this instance); a start over a cap is refused with
+//! [`StartError::Limit`] before any row is written. Task logs take bytes from
+//! the tenant's storage quota ([`crate::exec::StorageQuota`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -15,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::PrincipalScope;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
+use crate::exec::{OutputBudget, StorageQuota};
 use crate::store::{NewTask, Store, TaskRow};
 
 /// Characters of a task's logs kept in the database; the artifact has the rest.
@@ -32,6 +38,25 @@ pub struct TaskOutcome {
 struct Running {
     token: CancellationToken,
     done: Arc<tokio::sync::Notify>,
+    tenant: String,
+    principal: String,
+}
+
+/// How many background tasks may run at once.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskCaps {
+    pub per_principal: usize,
+    pub per_tenant: usize,
+}
+
+/// Why a task was not started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A running-task cap is reached; nothing was recorded.
+    #[error("{0}")]
+    Limit(String),
+    #[error(transparent)]
+    Host(#[from] Error),
 }
 
 #[derive(Clone)]
@@ -39,6 +64,8 @@ pub struct Tasks {
     store: Store,
     events: EventLog,
     node_id: String,
+    caps: TaskCaps,
+    quota: Arc<StorageQuota>,
     running: Arc<Mutex<HashMap<String, Running>>>,
 }
 
@@ -48,6 +75,42 @@ pub struct TaskHandle {
     pub id: String,
     pub cancel: CancellationToken,
     store: Store,
+    log_budget: OutputBudget,
+}
+
+/// Which cap, if any, one more running task of `(tenant, principal)` would pass.
+fn cap_denial<'a>(
+    running: impl Iterator<Item = (&'a str, &'a str)>,
+    caps: TaskCaps,
+    tenant: &str,
+    principal: &str,
+) -> Option<String> {
+    let (mut of_tenant, mut of_principal) = (0usize, 0usize);
+    for (t, p) in running {
+        if t == tenant {
+            of_tenant += 1;
+            if p == principal {
+                of_principal += 1;
+            }
+        }
+    }
+    if of_principal >= caps.per_principal {
+        return Some(format!(
+            "background task limit reached: {principal} already has {of_principal} running \
+             (at most {} per principal, --max-background-tasks-principal); \
+             wait for one to finish or cancel one",
+            caps.per_principal
+        ));
+    }
+    if of_tenant >= caps.per_tenant {
+        return Some(format!(
+            "background task limit reached: tenant {tenant} already has {of_tenant} running \
+             (at most {} per tenant, --max-background-tasks-tenant); \
+             wait for one to finish or cancel one",
+            caps.per_tenant
+        ));
+    }
+    None
 }
 
 impl TaskHandle {
@@ -61,29 +124,40 @@ impl TaskHandle {
     ) {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<(&'static str, String)>(256);
         let (store, id) = (self.store.clone(), self.id.clone());
+        let budget = self.log_budget.clone();
         let writer = tokio::spawn(async move {
             let mut written = 0usize;
             let mut noted = false;
             while let Some((stream, text)) = rx.recv().await {
                 let chars: Vec<char> = text.chars().collect();
                 for piece in chars.chunks(LOG_CHUNK_CHARS) {
+                    if noted {
+                        break;
+                    }
                     if written >= LOG_CAP_CHARS {
-                        if !noted {
-                            noted = true;
-                            let _ = store
-                                .append_task_log(
-                                    &id,
-                                    "host",
-                                    "[log truncated; the full output is in the artifact]",
-                                )
-                                .await;
-                        }
+                        noted = true;
+                        let _ = store
+                            .append_task_log(
+                                &id,
+                                "host",
+                                "[log truncated; the full output is in the artifact]",
+                            )
+                            .await;
                         break;
                     }
                     let s: String = piece.iter().collect();
                     written += piece.len();
-                    if let Err(e) = store.append_task_log(&id, stream, &s).await {
-                        tracing::error!(error = %e, task = %id, "could not write a task log chunk");
+                    let (kept, limit) = budget.fit(&s);
+                    if !kept.is_empty() {
+                        if let Err(e) = store.append_task_log(&id, stream, kept).await {
+                            tracing::error!(error = %e, task = %id, "could not write a task log chunk");
+                        }
+                    }
+                    if let Some(limit) = limit {
+                        noted = true;
+                        let _ = store
+                            .append_task_log(&id, "host", &format!("[log truncated: {limit}]"))
+                            .await;
                     }
                 }
             }
@@ -93,13 +167,34 @@ impl TaskHandle {
 }
 
 impl Tasks {
-    pub fn new(store: Store, events: EventLog, node_id: String) -> Self {
+    pub fn new(
+        store: Store,
+        events: EventLog,
+        node_id: String,
+        caps: TaskCaps,
+        quota: Arc<StorageQuota>,
+    ) -> Self {
         Self {
             store,
             events,
             node_id,
+            caps,
+            quota,
             running: Arc::default(),
         }
+    }
+
+    /// Why one more task of this principal would be refused now, if it would.
+    pub fn over_cap(&self, scope: &PrincipalScope) -> Option<String> {
+        let running = self.running();
+        cap_denial(
+            running
+                .values()
+                .map(|r| (r.tenant.as_str(), r.principal.as_str())),
+            self.caps,
+            scope.tenant().as_str(),
+            scope.principal().as_str(),
+        )
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
@@ -125,14 +220,36 @@ impl Tasks {
         kind: &'static str,
         summary: String,
         job: F,
-    ) -> Result<String>
+    ) -> std::result::Result<String, StartError>
     where
         F: FnOnce(TaskHandle) -> Fut + Send + 'static,
         Fut: Future<Output = TaskOutcome> + Send + 'static,
     {
         let id = format!("task_{}", uuid::Uuid::now_v7().simple());
         let summary: String = summary.chars().take(1200).collect();
-        self.store
+        let token = CancellationToken::new();
+        let (tenant, principal) = (scope.tenant().as_str(), scope.principal().as_str());
+        {
+            // Check and claim the slot under one lock: concurrent starts cannot both pass.
+            let mut running = self.running();
+            let taken = running
+                .values()
+                .map(|r| (r.tenant.as_str(), r.principal.as_str()));
+            if let Some(denial) = cap_denial(taken, self.caps, tenant, principal) {
+                return Err(StartError::Limit(denial));
+            }
+            running.insert(
+                id.clone(),
+                Running {
+                    token: token.clone(),
+                    done: Arc::new(tokio::sync::Notify::new()),
+                    tenant: tenant.to_owned(),
+                    principal: principal.to_owned(),
+                },
+            );
+        }
+        let inserted = self
+            .store
             .insert_task(&NewTask {
                 id: &id,
                 tenant: scope.tenant(),
@@ -142,21 +259,18 @@ impl Tasks {
                 kind,
                 summary: &summary,
             })
-            .await?;
-        let token = CancellationToken::new();
-        self.running().insert(
-            id.clone(),
-            Running {
-                token: token.clone(),
-                done: Arc::new(tokio::sync::Notify::new()),
-            },
-        );
+            .await;
+        if let Err(e) = inserted {
+            self.running().remove(&id);
+            return Err(Error::from(e).into());
+        }
         self.updated(session_id, &id, kind, "running", &summary)
             .await;
         let handle = TaskHandle {
             id: id.clone(),
             cancel: token,
             store: self.store.clone(),
+            log_budget: self.quota.budget(tenant),
         };
         let this = self.clone();
         let session = session_id.to_owned();
@@ -274,5 +388,42 @@ impl Tasks {
         while !self.running().is_empty() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAPS: TaskCaps = TaskCaps {
+        per_principal: 2,
+        per_tenant: 3,
+    };
+
+    #[test]
+    fn caps_count_per_principal_and_per_tenant() {
+        let none: [(&str, &str); 0] = [];
+        assert_eq!(cap_denial(none.into_iter(), CAPS, "acme", "alice"), None);
+        let one = [("acme", "alice")];
+        assert_eq!(cap_denial(one.into_iter(), CAPS, "acme", "alice"), None);
+        let two = [("acme", "alice"), ("acme", "alice")];
+        let denial = cap_denial(two.into_iter(), CAPS, "acme", "alice").unwrap();
+        assert!(
+            denial.contains("alice already has 2 running")
+                && denial.contains("--max-background-tasks-principal"),
+            "{denial}"
+        );
+        // Another principal of the tenant still has room, up to the tenant cap.
+        assert_eq!(cap_denial(two.into_iter(), CAPS, "acme", "bob"), None);
+        let three = [("acme", "alice"), ("acme", "alice"), ("acme", "carol")];
+        let denial = cap_denial(three.into_iter(), CAPS, "acme", "bob").unwrap();
+        assert!(
+            denial.contains("tenant acme already has 3 running")
+                && denial.contains("--max-background-tasks-tenant"),
+            "{denial}"
+        );
+        // Same principal name in another tenant is someone else.
+        let other = [("evil", "alice"), ("evil", "alice"), ("evil", "x")];
+        assert_eq!(cap_denial(other.into_iter(), CAPS, "acme", "alice"), None);
     }
 }

@@ -166,6 +166,19 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             format!("terminal command blocked: {why} ({})", verdict.rule),
         );
     }
+    // Checked again when the task starts; asking first would only waste an approval.
+    if background {
+        if let Some(denial) = env.background_over_cap() {
+            return ToolOutcome::error(ToolStatus::Denied, denial);
+        }
+    }
+    let tenant = env.ctx.scope.tenant().as_str();
+    if let Some(limit) = env.storage_quota().exhausted(tenant) {
+        return ToolOutcome::error(
+            ToolStatus::Failed,
+            format!("{limit}; the command was not started"),
+        );
+    }
     // The execution shape an approval is bound to.
     let mut h = Sha256::new();
     for part in [
@@ -272,7 +285,6 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         .iter()
         .filter_map(|b| b.expires)
         .fold(timeout as u64, u64::min);
-    let tenant = env.ctx.scope.tenant().as_str();
     // One HOME per principal: dotfiles one principal writes never run for another.
     let runtime_home = env
         .home()
@@ -286,13 +298,14 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             format!("cannot prepare the runtime home: {e}"),
         );
     }
-    // An opaque artifact root derived from the session, under runtime/artifacts.
+    // An opaque artifact root derived from the session, under the tenant's
+    // folder of runtime/artifacts (which the storage quota counts at start-up).
     let root: String = Sha256::digest(format!("{tenant}/{}", env.ctx.session_id).as_bytes())
         .iter()
         .take(12)
         .map(|b| format!("{b:02x}"))
         .collect();
-    let artifact_dir = env.home().join("runtime").join("artifacts").join(&root);
+    let artifact_dir = artifacts_root(env.home()).join(tenant).join(&root);
     // A private temp folder per principal: `/tmp` is outside the walls.
     let tmp = env
         .home()
@@ -330,6 +343,7 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
     );
     spec.secrets = secrets;
     spec.confinement = confinement;
+    spec.output_budget = env.storage_quota().budget(tenant);
     let registry = exec::ProcessRegistry::new(env.home());
     if background {
         let summary = format!(
@@ -374,6 +388,9 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             .await;
         return match started {
             Ok(task_id) => ToolOutcome::ok_json(json!({"task_id": task_id})),
+            Err(crate::tasks::StartError::Limit(denial)) => {
+                ToolOutcome::error(ToolStatus::Denied, denial)
+            }
             Err(e) => ToolOutcome::error(
                 ToolStatus::Failed,
                 format!("could not start the background task: {e}"),
@@ -440,6 +457,11 @@ fn confine_env(
     env.sort();
 }
 
+/// Where terminal artifacts live: `<root>/<tenant>/<session root>/<spawn_id>.<stream>.log`.
+pub fn artifacts_root(home: &std::path::Path) -> std::path::PathBuf {
+    home.join("runtime").join("artifacts")
+}
+
 /// Options that make read tools follow symlinks while they recurse.
 const FOLLOWING: &[&str] = &[
     "-R",
@@ -493,6 +515,12 @@ fn summarize(result: &exec::ExecResult, cwd: &str, root: &str) -> (ToolStatus, S
     if timed_out {
         content.push_str("\ntimed_out: true");
     }
+    let quota = result
+        .quota_exceeded
+        .map(|limit| format!("{limit}; output past it was not stored and the command was ended"));
+    if let Some(message) = &quota {
+        content.push_str(&format!("\nquota_exceeded: {message}"));
+    }
     for (label, s) in [("stdout", &result.stdout), ("stderr", &result.stderr)] {
         if !s.tail.is_empty() {
             let cut = if s.truncated {
@@ -518,16 +546,21 @@ fn summarize(result: &exec::ExecResult, cwd: &str, root: &str) -> (ToolStatus, S
             "stdout": {"total_bytes": result.stdout.total_bytes, "total_chars": result.stdout.total_chars, "truncated": result.stdout.truncated},
             "stderr": {"total_bytes": result.stderr.total_bytes, "total_chars": result.stderr.total_chars, "truncated": result.stderr.truncated},
         },
-        "output_artifact": {"stdout": rel(&result.stdout_artifact), "stderr": rel(&result.stderr_artifact)},
+        "output_artifact": {"stdout": rel(&result.stdout_artifact), "stderr": rel(&result.stderr_artifact),
+            "truncated": quota.is_some()},
+        "quota_exceeded": quota,
         "elapsed_ms": result.elapsed.as_millis() as u64,
     });
     let status = if let Some(e) = &result.artifact_error {
         tracing::error!(error = %e, "terminal artifact could not be written");
         ToolStatus::Failed
+    } else if quota.is_some() {
+        ToolStatus::Failed
     } else {
         match result.reason {
             ExitReason::TimedOut => ToolStatus::TimedOut,
             ExitReason::Cancelled => ToolStatus::Cancelled,
+            ExitReason::OutputQuota => ToolStatus::Failed,
             _ if exit_code == 0 => ToolStatus::Succeeded,
             _ => ToolStatus::Failed,
         }
