@@ -2,6 +2,7 @@
 //! `scripts/bench terminal` or `cargo bench --bench terminal`.
 //!
 //! - guard: classifications per second over 10,000 realistic commands;
+//! - confinement: the same `true` through a server with `--sandbox off` (ratio);
 //! - spawn: `true` through `POST …/tool-calls` (terminal, auto-approved),
 //!   POST to `turn.completed`, against spawning `sh -c true` directly;
 //! - flood: a command writing 500 MB: output throughput and the server's
@@ -171,6 +172,36 @@ fn main() {
             direct.push(t0.elapsed());
         }
         direct.sort();
+        // 2b. The same through a server with `--sandbox off`: what the walls cost.
+        let unconfined = {
+            let (srv_off, _) = start(None, &[("DEMIURGE_SANDBOX", "off")]);
+            let tok = token(&srv_off, None, "bench");
+            let sid = create_session(&client, &srv_off, &tok).await;
+            let mut sock = ws(&srv_off, &sid, &tok, 0).await;
+            let url = format!("http://{}/v1/sessions/{sid}/tool-calls", srv_off.addr);
+            for _ in 0..20 {
+                client.post(&url).bearer_auth(&tok).json(&call("true", 30)).send().await.unwrap();
+                finish(&mut sock, &client, &srv_off, &tok).await;
+            }
+            let mut lat = Vec::with_capacity(n);
+            for _ in 0..n {
+                let t0 = Instant::now();
+                client.post(&url).bearer_auth(&tok).json(&call("true", 30)).send().await.unwrap();
+                let r = finish(&mut sock, &client, &srv_off, &tok).await;
+                assert_eq!(r["data"]["status"], "succeeded", "{r}");
+                lat.push(t0.elapsed());
+            }
+            lat.sort();
+            lat
+        };
+        println!(
+            "confinement: `true` via terminal tool confined p50={:.2}ms p99={:.2}ms; unconfined (--sandbox off) p50={:.2}ms p99={:.2}ms; ratio {:.2}x",
+            pct(&lat, 0.5).as_secs_f64() * 1e3,
+            pct(&lat, 0.99).as_secs_f64() * 1e3,
+            pct(&unconfined, 0.5).as_secs_f64() * 1e3,
+            pct(&unconfined, 0.99).as_secs_f64() * 1e3,
+            pct(&lat, 0.5).as_secs_f64() / pct(&unconfined, 0.5).as_secs_f64()
+        );
         let (a, b) = (pct(&lat, 0.5), pct(&direct, 0.5));
         println!(
             "spawn: `true` via terminal tool p50={:.2}ms p99={:.2}ms; `sh -c true` direct p50={:.2}ms; ratio {:.1}x",

@@ -64,7 +64,7 @@ fn assert_clean(what: &str, evs: &[Value], v: &Victim) {
 
 #[tokio::test]
 async fn a_self_approving_member_reaches_nothing_outside_its_walls_on_every_backend() {
-    for backend in backends() {
+    for (round, backend) in backends().into_iter().enumerate() {
         let opts = Opts {
             args: vec![
                 "--sandbox-max-processes".into(),
@@ -83,32 +83,108 @@ async fn a_self_approving_member_reaches_nothing_outside_its_walls_on_every_back
         let acme_ws = v.ws.canonicalize().unwrap().display().to_string();
         let pid = app.child.id();
         let attacks: Vec<(&str, Value)> = vec![
-            ("read_file key", call("read_file", json!({"path": format!("{h}/keys/signing.key")}))),
-            ("read_file ..", call("read_file", json!({"path": "../../../../acme/workspaces/alice/default/canary.txt"}))),
-            ("read_file abs", call("read_file", json!({"path": format!("{acme_ws}/canary.txt")}))),
-            ("read_file db", call("read_file", json!({"path": format!("{h}/demiurge.db")}))),
-            ("search_files home", call("search_files", json!({"path": h, "query": "5d1e9b77"}))),
-            ("search_files names", call("search_files", json!({"path": h, "target": "name", "query": "canary"}))),
-            ("write_file acme", call("write_file", json!({"path": format!("{acme_ws}/pwned.txt"), "content": "x"}))),
-            ("write_file home", call("write_file", json!({"path": format!("{h}/pwned.txt"), "content": "x"}))),
-            ("patch acme", call("patch", json!({"path": format!("{acme_ws}/canary.txt"), "old": "acme", "new": "evil"}))),
+            (
+                "read_file key",
+                call(
+                    "read_file",
+                    json!({"path": format!("{h}/keys/signing.key")}),
+                ),
+            ),
+            (
+                "read_file ..",
+                call(
+                    "read_file",
+                    json!({"path": "../../../../acme/workspaces/alice/default/canary.txt"}),
+                ),
+            ),
+            (
+                "read_file abs",
+                call(
+                    "read_file",
+                    json!({"path": format!("{acme_ws}/canary.txt")}),
+                ),
+            ),
+            (
+                "read_file db",
+                call("read_file", json!({"path": format!("{h}/demiurge.db")})),
+            ),
+            (
+                "search_files home",
+                call("search_files", json!({"path": h, "query": "5d1e9b77"})),
+            ),
+            (
+                "search_files names",
+                call(
+                    "search_files",
+                    json!({"path": h, "target": "name", "query": "canary"}),
+                ),
+            ),
+            (
+                "write_file acme",
+                call(
+                    "write_file",
+                    json!({"path": format!("{acme_ws}/pwned.txt"), "content": "x"}),
+                ),
+            ),
+            (
+                "write_file home",
+                call(
+                    "write_file",
+                    json!({"path": format!("{h}/pwned.txt"), "content": "x"}),
+                ),
+            ),
+            (
+                "patch acme",
+                call(
+                    "patch",
+                    json!({"path": format!("{acme_ws}/canary.txt"), "old": "acme", "new": "evil"}),
+                ),
+            ),
             ("cat key", terminal(&format!("cat {h}/keys/signing.key"))),
             ("cat canary", terminal(&format!("cat {acme_ws}/canary.txt"))),
-            ("cat ..", terminal("cat ../../../../acme/workspaces/alice/default/canary.txt")),
+            (
+                "cat ..",
+                terminal("cat ../../../../acme/workspaces/alice/default/canary.txt"),
+            ),
             ("grep -r", terminal(&format!("grep -r 5d1e9b77 {h}"))),
             ("ls home", terminal(&format!("ls -R {h} | head -50"))),
-            ("symlink", terminal(&format!("ln -s {acme_ws}/canary.txt l && cat l"))),
-            ("hard link", terminal(&format!("ln {h}/keys/signing.key k; cat k"))),
-            ("python3", terminal(&format!("python3 -c \"print(open('{h}/keys/signing.key').read())\""))),
+            (
+                "symlink",
+                terminal(&format!("ln -s {acme_ws}/canary.txt l && cat l")),
+            ),
+            (
+                "hard link",
+                terminal(&format!("ln {h}/keys/signing.key k; cat k")),
+            ),
+            (
+                "python3",
+                terminal(&format!(
+                    "python3 -c \"print(open('{h}/keys/signing.key').read())\""
+                )),
+            ),
             ("environ", terminal(&format!("cat /proc/{pid}/environ"))),
-            ("proc root", terminal(&format!("cat /proc/{pid}/root{acme_ws}/canary.txt"))),
-            ("proc cmdline", terminal(&format!("cat /proc/{pid}/cmdline"))),
+            (
+                "proc root",
+                terminal(&format!("cat /proc/{pid}/root{acme_ws}/canary.txt")),
+            ),
+            (
+                "proc cmdline",
+                terminal(&format!("cat /proc/{pid}/cmdline")),
+            ),
             ("kill", terminal(&format!("kill -9 {pid}"))),
-            ("python kill", terminal(&format!("python3 -c \"import os; os.kill({pid}, 9)\""))),
-            ("write acme", terminal(&format!("echo x > {acme_ws}/pwned.txt"))),
+            (
+                "python kill",
+                terminal(&format!("python3 -c \"import os; os.kill({pid}, 9)\"")),
+            ),
+            (
+                "write acme",
+                terminal(&format!("echo x > {acme_ws}/pwned.txt")),
+            ),
             ("write home", terminal(&format!("echo x > {h}/pwned.txt"))),
-            ("fork bomb", terminal("python3 -c \"import os\nwhile True:\n  try: os.fork()\n  except OSError: pass\" & sleep 3; kill %1")),
-            ("dd", terminal("dd if=/dev/zero of=big bs=1M count=10240; ls -l big")),
+            (
+                "dd",
+                terminal("dd if=/dev/zero of=big bs=1M count=10240; ls -l big"),
+            ),
         ];
         for (what, script) in attacks {
             let evs = run_script(&app, &evil, &sid, script, "allow_once").await;
@@ -117,6 +193,20 @@ async fn a_self_approving_member_reaches_nothing_outside_its_walls_on_every_back
             let (st, _) = app.get(&evil, "/healthz").await;
             assert_eq!(st, 200, "{what}: the server must survive");
         }
+        // A fork bomb in another tenant stops at that tenant's process limit;
+        // evil's commands still run. (Each tenant has its own uid, so the
+        // bomb's processes, and zombies not yet reaped, count only there.)
+        let bomber = app.token(&format!("bomber{round}"), "b");
+        let bomb_sid = app.create_session(&bomber).await;
+        let bomb = call(
+            "terminal",
+            json!({"command": "python3 -c \"import os\nwhile True:\n  try: os.fork()\n  except OSError: pass\"", "timeout_seconds": 3}),
+        );
+        let evs = run_script(&app, &bomber, &bomb_sid, bomb, "allow_once").await;
+        assert_eq!(results(&evs), ["timed_out"], "{}", result_text(&evs));
+        let evs = run_script(&app, &evil, &sid, terminal("echo still-here"), "allow_once").await;
+        assert_eq!(results(&evs), ["succeeded"], "{}", result_text(&evs));
+        assert!(result_text(&evs).contains("still-here"));
         // Background mode: the task's result and logs are as walled in.
         let evs = run_script(
             &app,
@@ -371,4 +461,74 @@ fn unsafe_euid_is_root() -> bool {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
         .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn the_database_stays_intact_under_member_probes_and_the_cli() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("evil", "mallory");
+    let sid = app.create_session(&tok).await;
+    let h = app.home.canonicalize().unwrap().display().to_string();
+    // A member's attempts on the database files, then the operator's CLI
+    // writing to the same database while the server runs.
+    for script in [
+        call("search_files", json!({"path": h, "query": "SQLite"})),
+        call("read_file", json!({"path": format!("{h}/demiurge.db-wal")})),
+        call("read_file", json!({"path": format!("{h}/demiurge.db-shm")})),
+        terminal(&format!(
+            "cat {h}/demiurge.db-wal > /dev/null; sqlite3 {h}/demiurge.db .tables"
+        )),
+    ] {
+        let evs = run_script(&app, &tok, &sid, script, "allow_once").await;
+        assert_ne!(results(&evs), ["succeeded"], "{}", result_text(&evs));
+    }
+    for i in 0..5 {
+        let out = app.cli(&[
+            "token",
+            "issue",
+            "--tenant",
+            "acme",
+            "--principal",
+            &format!("p{i}"),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(
+        app.home.join("demiurge.db-wal").exists(),
+        "the live WAL must survive"
+    );
+    assert!(
+        app.home.join("demiurge.db-shm").exists(),
+        "the live shm must survive"
+    );
+    for _ in 0..3 {
+        run_script(
+            &app,
+            &tok,
+            &sid,
+            json!([{"content": "acknowledged"}]),
+            "deny",
+        )
+        .await;
+    }
+    let (_, before) = app.get(&tok, &format!("/v1/sessions/{sid}")).await;
+    let seq = before["last_seq"].as_i64().unwrap();
+    // Acknowledged events survive a crash.
+    let app = app.restart_after_crash().await;
+    let (st, after) = app.get(&tok, &format!("/v1/sessions/{sid}")).await;
+    assert_eq!(st, 200, "{after}");
+    assert_eq!(after["last_seq"].as_i64().unwrap(), seq);
+    let check = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3; print(sqlite3.connect('{}').execute('PRAGMA integrity_check').fetchone()[0])",
+            app.home.join("demiurge.db").display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&check.stdout).trim(), "ok");
 }

@@ -26,6 +26,12 @@ impl Drop for Server {
 
 pub fn start(db: Option<&str>, extra: &[(&str, &str)]) -> (Server, Duration) {
     let home = tempfile::tempdir().unwrap();
+    // Confined children of a root server pass through the home as their
+    // tenant's uid: the folder above it must be traversable.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    }
     let t0 = Instant::now();
     let mut cmd = Command::new(BIN);
     cmd.args(["serve", "--bind", "127.0.0.1:0", "--home"])
