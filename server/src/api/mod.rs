@@ -11,6 +11,7 @@ pub mod search;
 pub mod sessions;
 pub mod stream;
 pub mod tasks;
+pub mod tenant_policy;
 pub mod tools;
 pub mod turns;
 
@@ -40,9 +41,10 @@ use error::ApiError;
         tools::list_tools, turns::call_tool,
         approvals::list_approvals, approvals::decide_approval, approvals::answer_clarification,
         tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs, search::search,
+        tenant_policy::get_tenant_policy, tenant_policy::put_tenant_policy,
     ),
     modifiers(&BearerAuth),
-    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "operations"))
+    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tenant"), (name = "operations"))
 )]
 pub struct ApiDoc;
 
@@ -100,6 +102,10 @@ pub fn router(app: SharedApp) -> Router {
         .route("/v1/tasks/{id}", get(tasks::get_task))
         .route("/v1/tasks/{id}/cancel", post(tasks::cancel_task))
         .route("/v1/tasks/{id}/logs", get(tasks::task_logs))
+        .route(
+            "/v1/tenant/policy",
+            get(tenant_policy::get_tenant_policy).put(tenant_policy::put_tenant_policy),
+        )
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             timeout,

@@ -112,6 +112,9 @@ pub struct ToolEnv<'a> {
     pub call_id: &'a str,
     pub entry: &'a ResolvedEntry,
     pub catalog: &'a ResolvedCatalog,
+    /// The call's raw arguments: their secrets seed every redaction of work
+    /// the call leaves behind (background tasks).
+    args: &'a Value,
     host: &'a Dispatcher,
 }
 
@@ -196,7 +199,9 @@ impl ToolEnv<'_> {
         }
     }
 
-    /// Start a durable background task owned by this call's principal and session.
+    /// Start a durable background task owned by this call's principal and
+    /// session. Its summary, log and result are redacted like a foreground
+    /// result, knowing the secrets of this call's arguments.
     pub async fn start_task<F, Fut>(
         &self,
         kind: &'static str,
@@ -207,9 +212,18 @@ impl ToolEnv<'_> {
         F: FnOnce(crate::tasks::TaskHandle) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = crate::tasks::TaskOutcome> + Send + 'static,
     {
+        let mut known = SecretRedactor::new();
+        known.discover_json(self.args);
         self.host
             .tasks
-            .start(&self.ctx.scope, &self.ctx.session_id, kind, summary, job)
+            .start(
+                &self.ctx.scope,
+                &self.ctx.session_id,
+                kind,
+                summary,
+                known,
+                job,
+            )
             .await
     }
 
@@ -389,6 +403,7 @@ impl Dispatcher {
             call_id,
             entry,
             catalog,
+            args,
             host: self,
         };
         if !HANDLER_APPROVAL.contains(&name) && entry.policy != Policy::Auto {

@@ -24,6 +24,7 @@ pub use events::{EventRow, NewEvent, TurnFinish};
 pub use messages::MessageHit;
 pub use sessions::{NewSession, SessionRow};
 pub use tasks::{NewTask, TaskRow};
+pub use tenants::StoredTenantPolicy;
 pub use turns::{LostTurn, StartTurn, TurnRow, TurnStatus};
 
 use crate::config::{Backend, DatabaseConfig};
