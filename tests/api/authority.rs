@@ -441,3 +441,46 @@ async fn background_results_logs_and_events_never_carry_a_secret() {
         }
     }
 }
+
+#[tokio::test]
+async fn live_output_redacts_a_token_split_across_reads() {
+    const TOKEN: &str = "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let app = spawn_app(Backend::Sqlite).await;
+    let alice = app.token("default", "alice");
+    let sid = app.create_session(&alice).await;
+    let command = "echo before; printf 'ghp_ABCDEFGHIJ'; sleep 0.3; \
+                   printf 'KLMNOPQRSTUVWXYZ0123456789\\n'; echo after";
+    let evs = run_script(
+        &app,
+        &alice,
+        &sid,
+        json!([{"tool_calls": [{"name": "terminal", "arguments": {"command": command}}]}, {"content": "done"}]),
+        "allow_once",
+    )
+    .await;
+    let result = evs.iter().find(|e| e["type"] == "tool.result").unwrap();
+    assert_eq!(result["data"]["status"], "succeeded", "{result}");
+    let live: String = evs
+        .iter()
+        .filter(|e| e["type"] == "tool.output")
+        .map(|e| e["data"]["text"].as_str().unwrap_or(""))
+        .collect();
+    assert!(
+        live.contains("before") && live.contains("<redacted"),
+        "{live}"
+    );
+    let all = serde_json::to_string(&evs).unwrap();
+    for leaked in [TOKEN, &TOKEN[4..]] {
+        assert!(!all.contains(leaked), "{leaked} in the events: {all}");
+    }
+    // The command itself shows the halves; the output shows neither.
+    let outputs = serde_json::to_string(
+        &evs.iter()
+            .filter(|e| e["type"] == "tool.output" || e["type"] == "tool.result")
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    for half in ["ghp_ABCDEFGHIJ", "KLMNOPQRSTUVWXYZ0123456789"] {
+        assert!(!outputs.contains(half), "{half} in the output: {outputs}");
+    }
+}

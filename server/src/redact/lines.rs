@@ -1,6 +1,6 @@
-//! Redaction of streamed text (a background task's log) with the full
-//! detector, not only known values: text is held until a line is complete,
-//! so a token split across reads is seen whole; a private key block is held
+//! Redaction of streamed text (a background task's log, a call's live
+//! output) with the full detector, not only known values: text is held until
+//! a line is complete (`\n` or `\r`), so a token split across reads is seen whole; a private key block is held
 //! until its `-----END` line (or dropped entirely when it is too long to
 //! hold); a line longer than [`HOLD_BYTES`] is cut at its last whitespace.
 //! Secrets found in earlier lines stay known, so a later bare occurrence of
@@ -132,7 +132,7 @@ impl LineRedactor {
                 p.in_key = !all;
                 return out;
             }
-            let cut = match p.text.rfind('\n') {
+            let cut = match p.text.rfind(['\n', '\r']) {
                 Some(i) => i + 1,
                 None if all => p.text.len(),
                 None if p.text.len() > HOLD_BYTES => long_line_cut(&p.text),

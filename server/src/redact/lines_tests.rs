@@ -40,6 +40,13 @@ fn ordinary_lines_pass_through_unchanged() {
 }
 
 #[test]
+fn a_carriage_return_ends_a_line_too() {
+    let mut r = LineRedactor::new(SecretRedactor::new(), View::Operator);
+    assert_eq!(r.push("stdout", "10%\r20"), "10%\r");
+    assert_eq!(r.push("stdout", "%\r"), "20%\r");
+}
+
+#[test]
 fn a_partial_line_is_held_until_its_newline() {
     let mut r = LineRedactor::new(SecretRedactor::new(), View::Operator);
     assert_eq!(r.push("stdout", "abc"), "");

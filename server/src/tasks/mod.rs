@@ -83,10 +83,17 @@ impl TaskHandle {
                 noted: false,
             };
             while let Some((stream, text)) = rx.recv().await {
+                // Past the cap nothing more is kept: drain without redacting.
+                if log.full() {
+                    continue;
+                }
                 let text = lines.push(stream, &text);
                 log.write(stream, &text).await;
             }
             for stream in lines.open_streams() {
+                if log.full() {
+                    break;
+                }
                 let text = lines.finish(stream);
                 log.write(stream, &text).await;
             }
@@ -105,6 +112,10 @@ struct LogWriter<'a> {
 }
 
 impl LogWriter<'_> {
+    fn full(&self) -> bool {
+        self.written >= LOG_CAP_CHARS
+    }
+
     async fn write(&mut self, stream: &'static str, text: &str) {
         let chars: Vec<char> = text.chars().collect();
         for piece in chars.chunks(LOG_CHUNK_CHARS) {
