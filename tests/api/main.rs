@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod auth;
+mod authority;
 mod effects;
 mod helpers;
 mod isolation;

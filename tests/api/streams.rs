@@ -61,7 +61,7 @@ async fn sse_resumes_after_last_event_id_or_after_with_no_gap_or_duplicate() {
     }
 }
 
-async fn ws_connect(
+pub(crate) async fn ws_connect(
     app: &TestApp,
     sid: &str,
     query: &str,
@@ -77,7 +77,7 @@ async fn ws_connect(
     tokio_tungstenite::connect_async(req).await.unwrap().0
 }
 
-async fn ws_read_until(
+pub(crate) async fn ws_read_until(
     ws: &mut tokio_tungstenite::WebSocketStream<
         tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
     >,

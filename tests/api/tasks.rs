@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::*;
 
-async fn background(app: &TestApp, tok: &str, sid: &str, command: &str) -> String {
+pub(crate) async fn background(app: &TestApp, tok: &str, sid: &str, command: &str) -> String {
     let (st, b) = app
         .post(tok, &format!("/v1/sessions/{sid}/tool-calls"), json!({"tool": "terminal", "arguments": {"command": command, "background": true, "timeout_seconds": 60}}))
         .await;
@@ -45,7 +45,7 @@ async fn background(app: &TestApp, tok: &str, sid: &str, command: &str) -> Strin
         .to_owned()
 }
 
-async fn wait_task(app: &TestApp, tok: &str, id: &str) -> Value {
+pub(crate) async fn wait_task(app: &TestApp, tok: &str, id: &str) -> Value {
     for _ in 0..600 {
         let (st, t) = app.get(tok, &format!("/v1/tasks/{id}")).await;
         assert_eq!(st, 200, "{t}");

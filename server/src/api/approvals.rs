@@ -1,4 +1,5 @@
-//! Approvals and clarifications: the caller's pending requests and decisions.
+//! Approvals and clarifications: the caller's pending requests and decisions,
+//! and for tenant operators the tenant's requests that need an operator.
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -22,6 +23,8 @@ pub struct ApprovalQuery {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ApprovalView {
     pub id: String,
+    /// The principal whose turn asked.
+    pub principal: String,
     pub session_id: String,
     pub turn_id: String,
     pub tool: String,
@@ -35,9 +38,14 @@ pub struct ApprovalView {
     pub decision: Option<String>,
     /// Decisions this request accepts.
     pub choices: Vec<String>,
+    /// Who may decide: `owner` (the principal who asked) or `operator` (a
+    /// tenant operator or admin; fixed from the tenant policy when it was asked).
+    pub requires: String,
     pub created_at: String,
     pub expires_at: String,
     pub decided_at: Option<String>,
+    /// The principal who decided.
+    pub decided_by: Option<String>,
 }
 
 impl From<ApprovalRow> for ApprovalView {
@@ -49,6 +57,7 @@ impl From<ApprovalRow> for ApprovalView {
         choices.push("deny".into());
         Self {
             id: r.id,
+            principal: r.principal_id,
             session_id: r.session_id,
             turn_id: r.turn_id,
             tool: r.tool,
@@ -59,9 +68,11 @@ impl From<ApprovalRow> for ApprovalView {
             state: r.state,
             decision: r.decision,
             choices,
+            requires: r.requires,
             created_at: crate::time::rfc3339(r.created_at),
             expires_at: crate::time::rfc3339(r.expires_at),
             decided_at: r.decided_at.map(crate::time::rfc3339),
+            decided_by: r.decided_by,
         }
     }
 }
@@ -84,7 +95,8 @@ pub struct AnswerClarification {
     pub answer: String,
 }
 
-/// The caller's approvals, newest first.
+/// The caller's approvals, newest first; for tenant operators and admins also
+/// every approval of the tenant that needs an operator.
 #[utoipa::path(get, path = "/v1/approvals", tag = "approvals", params(ApprovalQuery),
     responses((status = 200, body = ApprovalList), (status = 400, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -104,17 +116,26 @@ pub async fn list_approvals(
     }
     let rows = app
         .store
-        .list_approvals(scope.tenant(), scope.principal(), state, 200)
+        .list_approvals(
+            scope.tenant(),
+            scope.principal(),
+            scope.is_operator(),
+            state,
+            200,
+        )
         .await?;
     Ok(Json(ApprovalList {
         items: rows.into_iter().map(Into::into).collect(),
     }))
 }
 
-/// Decide one of the caller's pending approvals.
+/// Decide one of the caller's pending approvals (or, for tenant operators and
+/// admins, one of the tenant's that needs an operator).
 #[utoipa::path(post, path = "/v1/approvals/{id}", tag = "approvals", request_body = DecideApproval,
     params(("id" = String, Path, description = "Approval id")),
-    responses((status = 200, body = ApprovalView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+    responses((status = 200, body = ApprovalView), (status = 400, body = ErrorBody),
+        (status = 403, description = "the caller's own request needs a tenant operator", body = ErrorBody),
+        (status = 404, body = ErrorBody),
         (status = 409, description = "already decided or expired", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn decide_approval(

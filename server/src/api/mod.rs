@@ -12,6 +12,7 @@ pub mod search;
 pub mod sessions;
 pub mod stream;
 pub mod tasks;
+pub mod tenant_policy;
 pub mod tokens;
 pub mod tools;
 pub mod turns;
@@ -44,9 +45,10 @@ use error::ApiError;
         tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs, search::search,
         tokens::issue_token, tokens::revoke_tokens,
         principals::disable_principal, principals::enable_principal,
+        tenant_policy::get_tenant_policy, tenant_policy::put_tenant_policy,
     ),
     modifiers(&BearerAuth),
-    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "operations"))
+    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "operations"))
 )]
 pub struct ApiDoc;
 
@@ -113,6 +115,10 @@ pub fn router(app: SharedApp) -> Router {
         .route(
             "/v1/principals/{id}/enable",
             post(principals::enable_principal),
+        )
+        .route(
+            "/v1/tenant/policy",
+            get(tenant_policy::get_tenant_policy).put(tenant_policy::put_tenant_policy),
         )
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,

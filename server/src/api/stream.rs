@@ -168,7 +168,8 @@ async fn serve_socket(
 }
 
 /// A client frame: `{"type":"approval","approval_id":…,"decision":…}` decides
-/// one of the caller's approvals, exactly like `POST /v1/approvals/{id}`.
+/// an approval exactly like `POST /v1/approvals/{id}` (same authority rule;
+/// a refusal answers `{"type":"error","code":…,"message":…}`).
 async fn client_frame(app: &SharedApp, scope: &PrincipalScope, text: &str) -> serde_json::Value {
     use crate::dispatch::approvals::Decision;
     let error = |msg: String| serde_json::json!({"type": "error", "message": msg});
@@ -197,6 +198,9 @@ async fn client_frame(app: &SharedApp, scope: &PrincipalScope, text: &str) -> se
         Ok(row) => {
             serde_json::json!({"type": "approval.ack", "approval_id": row.id, "state": row.state, "decision": row.decision})
         }
-        Err(e) => error(super::error::ApiError::from(e).message),
+        Err(e) => {
+            let e = super::error::ApiError::from(e);
+            serde_json::json!({"type": "error", "code": e.code, "message": e.message})
+        }
     }
 }

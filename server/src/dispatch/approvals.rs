@@ -3,6 +3,11 @@
 //! turn's cancellation. `allow_session` decisions are cached per principal,
 //! session, core fingerprint and rule key for at most eight hours; identical
 //! concurrent requests share one decision.
+//!
+//! Who may decide is the tenant's policy
+//! ([`crate::policy::approval_authority`]): each request records whether its
+//! owner may decide it or a tenant operator must; [`Approvals::decide`]
+//! enforces that for REST and WebSocket alike.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,10 +17,15 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::PrincipalScope;
+use crate::auth::{PrincipalScope, Role};
 use crate::error::{Error, Result};
 use crate::events::EventLog;
-use crate::store::{ApprovalRow, NewApproval, Store};
+use crate::ids::TenantId;
+use crate::policy::approval_authority::{
+    access, requirement, Access, MemberMaxRisk, Requirement, TenantPolicy,
+};
+use crate::policy::approval_policy::Risk;
+use crate::store::{ApprovalRow, NewApproval, Store, StoredTenantPolicy};
 
 /// How long an `allow_session` decision lasts.
 pub const SESSION_ALLOW_TTL: Duration = Duration::from_secs(8 * 3600);
@@ -89,8 +99,9 @@ struct Inner {
     waiters: HashMap<String, watch::Sender<Outcome>>,
     /// (session, rule) -> approval id of the request in flight.
     inflight: HashMap<(String, String), (String, watch::Receiver<Outcome>)>,
-    /// cache key -> expiry
-    session_allows: HashMap<String, Instant>,
+    /// cache key -> (expiry, the authority that allowed it). An allow by the
+    /// owner never stands in for a request that needs an operator.
+    session_allows: HashMap<String, (Instant, Requirement)>,
 }
 
 #[derive(Clone)]
@@ -136,10 +147,14 @@ impl Approvals {
         cancel: &CancellationToken,
     ) -> Result<Verdict> {
         let key = cache_key(a, &req.rule);
+        let requires = self.requirement_for(a.scope.tenant(), req.risk).await?;
         if req.session_cacheable {
             let mut inner = self.inner();
             match inner.session_allows.get(&key) {
-                Some(exp) if *exp > Instant::now() => return Ok(Verdict::Allowed("session_cache")),
+                Some((exp, by)) if *exp > Instant::now() && *by >= requires => {
+                    return Ok(Verdict::Allowed("session_cache"))
+                }
+                Some((exp, _)) if *exp > Instant::now() => {}
                 Some(_) => {
                     inner.session_allows.remove(&key);
                 }
@@ -168,7 +183,7 @@ impl Approvals {
                         .inflight
                         .insert(flight_key.clone(), (id.clone(), rx.clone()));
                 }
-                if let Err(e) = self.open(a, &id, &req).await {
+                if let Err(e) = self.open(a, &id, &req, requires).await {
                     self.forget(&id, &flight_key);
                     return Err(e);
                 }
@@ -181,11 +196,67 @@ impl Approvals {
         }
         let verdict = verdict?;
         if verdict == Verdict::Allowed("allow_session") && req.session_cacheable {
+            // Only someone with the recorded authority could have decided it.
             self.inner()
                 .session_allows
-                .insert(key, Instant::now() + SESSION_ALLOW_TTL);
+                .insert(key, (Instant::now() + SESSION_ALLOW_TTL, requires));
         }
         Ok(verdict)
+    }
+
+    /// The tenant's approval policy (the default when none is stored). A
+    /// stored value that no longer parses fails closed: members decide nothing.
+    pub async fn tenant_policy(&self, tenant: &TenantId) -> Result<TenantPolicy> {
+        Ok(match self.store.tenant_policy(tenant).await? {
+            None => TenantPolicy::default(),
+            Some(row) => policy_of(tenant, &row),
+        })
+    }
+
+    /// The stored policy row, for the tenant policy API.
+    pub async fn tenant_policy_record(
+        &self,
+        scope: &PrincipalScope,
+    ) -> Result<(TenantPolicy, Option<StoredTenantPolicy>)> {
+        if !scope.is_operator() {
+            return Err(Error::Forbidden(
+                "the tenant policy is for tenant operators and admins".into(),
+            ));
+        }
+        let row = self.store.tenant_policy(scope.tenant()).await?;
+        let policy = match &row {
+            None => TenantPolicy::default(),
+            Some(row) => policy_of(scope.tenant(), row),
+        };
+        Ok((policy, row))
+    }
+
+    /// Replace the caller's tenant's policy (tenant admins only). Applies to
+    /// approvals requested from now on; pending ones keep their requirement.
+    pub async fn set_tenant_policy(
+        &self,
+        scope: &PrincipalScope,
+        member_max_risk: MemberMaxRisk,
+    ) -> Result<StoredTenantPolicy> {
+        if scope.role() != Role::Admin {
+            return Err(Error::Forbidden(
+                "only a tenant admin may change the tenant policy".into(),
+            ));
+        }
+        let row = self
+            .store
+            .set_tenant_policy(scope.tenant(), member_max_risk.as_str(), scope.principal())
+            .await?;
+        tracing::info!(tenant = %scope.tenant(), by = %scope.principal(),
+            member_max_risk = member_max_risk.as_str(), "tenant policy changed");
+        Ok(row)
+    }
+
+    /// Who must decide a request of `risk` in this tenant, as of now. An
+    /// unknown risk text is treated as critical.
+    async fn requirement_for(&self, tenant: &TenantId, risk: &str) -> Result<Requirement> {
+        let risk = risk.parse::<Risk>().unwrap_or(Risk::Critical);
+        Ok(requirement(self.tenant_policy(tenant).await?, risk))
     }
 
     fn forget(&self, id: &str, flight_key: &(String, String)) {
@@ -196,7 +267,13 @@ impl Approvals {
         }
     }
 
-    async fn open(&self, a: &ApprovalScope<'_>, id: &str, req: &ApprovalRequest) -> Result<()> {
+    async fn open(
+        &self,
+        a: &ApprovalScope<'_>,
+        id: &str,
+        req: &ApprovalRequest,
+        requires: Requirement,
+    ) -> Result<()> {
         let expires_at = crate::time::now_ms() + self.timeout.as_millis() as i64;
         let preview = req.preview.to_string();
         self.store
@@ -214,6 +291,7 @@ impl Approvals {
                 preview,
                 fingerprint: crate::redact::redactor::fingerprint(&req.rule),
                 session_cacheable: req.session_cacheable,
+                requires: requires.as_str().to_owned(),
                 expires_at,
             })
             .await?;
@@ -229,6 +307,7 @@ impl Approvals {
                 "approval.requested",
                 json!({"approval_id": id, "tool": req.tool, "risk": req.risk, "rule": req.rule,
                     "reason": req.reason, "preview": req.preview, "choices": choices,
+                    "requires": requires.as_str(),
                     "expires_at": crate::time::rfc3339(expires_at)}),
             )
             .await?;
@@ -279,9 +358,13 @@ impl Approvals {
 
     /// Close a pending approval without a human decision: always a deny.
     async fn expire(&self, id: &str, why: &'static str) -> Result<Verdict> {
-        if self.store.settle_approval(id, "expired", None).await? {
+        if self
+            .store
+            .settle_approval(id, "expired", None, None)
+            .await?
+        {
             self.publish(id, "expired", None);
-            self.resolved_event(id, "deny", why).await;
+            self.resolved_event(id, "deny", why, None).await;
             return Ok(Verdict::Denied(why));
         }
         // Someone decided at the same moment; honour what was recorded.
@@ -297,25 +380,27 @@ impl Approvals {
         }
     }
 
-    async fn resolved_event(&self, id: &str, decision: &str, reason: &str) {
+    async fn resolved_event(&self, id: &str, decision: &str, reason: &str, by: Option<&str>) {
         let Ok(Some(row)) = self.store.approval_brief(id).await else {
             return;
         };
+        let mut data =
+            json!({"approval_id": id, "decision": decision, "reason": reason, "tool": row.2});
+        if let Some(by) = by {
+            data["decided_by"] = json!(by);
+        }
         if let Err(e) = self
             .events
-            .append(
-                &row.0,
-                Some(&row.1),
-                "approval.resolved",
-                json!({"approval_id": id, "decision": decision, "reason": reason, "tool": row.2}),
-            )
+            .append(&row.0, Some(&row.1), "approval.resolved", data)
             .await
         {
             tracing::error!(error = %e, "could not record approval.resolved");
         }
     }
 
-    /// A decision from the approval's owner (REST or WebSocket).
+    /// A decision (REST or WebSocket) from the approval's owner or, when the
+    /// request needs one, a tenant operator. Another tenant's approval, and
+    /// another principal's that the caller may not decide, look missing.
     pub async fn decide(
         &self,
         scope: &PrincipalScope,
@@ -324,9 +409,22 @@ impl Approvals {
     ) -> Result<ApprovalRow> {
         let row = self
             .store
-            .get_approval(scope.tenant(), scope.principal(), id)
+            .get_approval(scope.tenant(), id)
             .await?
             .ok_or(Error::NotFound)?;
+        let own = row.principal_id == scope.principal().as_str();
+        let requires = Requirement::parse_stored(&row.requires);
+        match access(scope.role(), own, requires) {
+            Access::Decide => {}
+            Access::Hidden => return Err(Error::NotFound),
+            Access::Forbidden => {
+                return Err(Error::Forbidden(format!(
+                    "this {} risk approval needs a tenant operator or admin: the tenant policy \
+                     lets members decide only lower risks themselves",
+                    row.risk
+                )))
+            }
+        }
         if row.state != "pending" {
             return Err(Error::Conflict(format!(
                 "approval is already {}",
@@ -343,17 +441,19 @@ impl Approvals {
         } else {
             "allowed"
         };
+        let by = scope.principal().as_str();
         if !self
             .store
-            .settle_approval(id, state, Some(decision.as_str()))
+            .settle_approval(id, state, Some(decision.as_str()), Some(by))
             .await?
         {
             return Err(Error::Conflict("approval was settled meanwhile".into()));
         }
         self.publish(id, state, Some(decision.as_str()));
-        self.resolved_event(id, decision.as_str(), "user").await;
+        self.resolved_event(id, decision.as_str(), "user", Some(by))
+            .await;
         self.store
-            .get_approval(scope.tenant(), scope.principal(), id)
+            .get_approval(scope.tenant(), id)
             .await?
             .ok_or(Error::NotFound)
     }
@@ -389,5 +489,19 @@ fn verdict_of(state: &str, decision: Option<&str>) -> Verdict {
         ("allowed", _) => Verdict::Allowed("allow_once"),
         ("denied", _) => Verdict::Denied("user"),
         _ => Verdict::Denied("expired"),
+    }
+}
+
+/// Parse a stored tenant policy; an unreadable value fails closed.
+fn policy_of(tenant: &TenantId, row: &StoredTenantPolicy) -> TenantPolicy {
+    match MemberMaxRisk::parse(&row.member_max_risk) {
+        Some(member_max_risk) => TenantPolicy { member_max_risk },
+        None => {
+            tracing::error!(%tenant, value = %row.member_max_risk,
+                "unreadable tenant policy; members may decide nothing until it is set again");
+            TenantPolicy {
+                member_max_risk: MemberMaxRisk::new(None),
+            }
+        }
     }
 }

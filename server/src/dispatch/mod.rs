@@ -18,6 +18,7 @@ use crate::auth::PrincipalScope;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
 use crate::events::EventLog;
 use crate::policy::approval_policy::{higher_risk, request_policy, Policy, Risk};
+use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{argument_preview, SecretRedactor, View};
 use approvals::{ApprovalRequest, ApprovalScope, Approvals, Verdict};
 use clarify::{Answer, Clarifications};
@@ -112,6 +113,9 @@ pub struct ToolEnv<'a> {
     pub call_id: &'a str,
     pub entry: &'a ResolvedEntry,
     pub catalog: &'a ResolvedCatalog,
+    /// The call's raw arguments: their secrets seed every redaction of work
+    /// the call leaves behind (background tasks).
+    args: &'a Value,
     host: &'a Dispatcher,
 }
 
@@ -196,7 +200,9 @@ impl ToolEnv<'_> {
         }
     }
 
-    /// Start a durable background task owned by this call's principal and session.
+    /// Start a durable background task owned by this call's principal and
+    /// session. Its summary, log and result are redacted like a foreground
+    /// result, knowing the secrets of this call's arguments.
     pub async fn start_task<F, Fut>(
         &self,
         kind: &'static str,
@@ -207,9 +213,18 @@ impl ToolEnv<'_> {
         F: FnOnce(crate::tasks::TaskHandle) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = crate::tasks::TaskOutcome> + Send + 'static,
     {
+        let mut known = SecretRedactor::new();
+        known.discover_json(self.args);
         self.host
             .tasks
-            .start(&self.ctx.scope, &self.ctx.session_id, kind, summary, job)
+            .start(
+                &self.ctx.scope,
+                &self.ctx.session_id,
+                kind,
+                summary,
+                known,
+                job,
+            )
             .await
     }
 
@@ -279,40 +294,39 @@ impl ToolEnv<'_> {
     }
 
     /// Best-effort live output of this call as `tool.output` events. Chunks
-    /// must already be free of bound secrets; they are redacted again here.
+    /// must already be free of bound secrets; they are redacted again here,
+    /// line by line (a token split across reads is seen whole), knowing the
+    /// secrets of the call's arguments.
     pub fn output_sink(&self) -> tokio::sync::mpsc::Sender<(&'static str, String)> {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<(&'static str, String)>(OUTPUT_QUEUE);
-        let events = self.host.events.clone();
-        let (sid, tid, call) = (
-            self.ctx.session_id.clone(),
-            self.ctx.turn_id.clone(),
-            self.call_id.to_owned(),
-        );
+        let mut known = SecretRedactor::new();
+        known.discover_json(self.args);
+        let live = LiveOutput {
+            events: self.host.events.clone(),
+            session_id: self.ctx.session_id.clone(),
+            turn_id: self.ctx.turn_id.clone(),
+            call_id: self.call_id.to_owned(),
+            sent: 0,
+        };
         tokio::spawn(async move {
-            // The live view is a preview: past LIVE_OUTPUT_CHARS the rest is
-            // only in the tails and the artifact, so a flood cannot fill the log.
-            let mut sent = 0usize;
+            let mut live = live;
+            let mut lines = LineRedactor::new(known, View::Event);
             while let Some((stream, text)) = rx.recv().await {
-                if sent >= LIVE_OUTPUT_CHARS {
+                // Past the preview nothing more is shown: drain without redacting.
+                if live.full() {
                     continue;
                 }
-                let room = LIVE_OUTPUT_CHARS - sent;
-                let (text, cut) = match text.char_indices().nth(room) {
-                    Some((i, _)) => (&text[..i], true),
-                    None => (text.as_str(), false),
-                };
-                sent += text.chars().count();
-                let text = SecretRedactor::new().redact_str_for(text, View::Event);
-                let mut data = json!({"call_id": call, "stream": stream, "text": text});
-                if cut || sent >= LIVE_OUTPUT_CHARS {
-                    data["truncated"] = json!(true);
-                    sent = LIVE_OUTPUT_CHARS;
+                let text = lines.push(stream, &text);
+                if !live.send(stream, &text).await {
+                    return;
                 }
-                if events
-                    .append(&sid, Some(&tid), "tool.output", data)
-                    .await
-                    .is_err()
-                {
+            }
+            for stream in lines.open_streams() {
+                if live.full() {
+                    break;
+                }
+                let text = lines.finish(stream);
+                if !live.send(stream, &text).await {
                     return;
                 }
             }
@@ -336,6 +350,45 @@ impl ToolEnv<'_> {
                 &self.ctx.cancel,
             )
             .await
+    }
+}
+
+/// The live view of one call's output: a preview of at most
+/// [`LIVE_OUTPUT_CHARS`] redacted characters; past it the rest is only in the
+/// tails and the artifact, so a flood cannot fill the event log.
+struct LiveOutput {
+    events: EventLog,
+    session_id: String,
+    turn_id: String,
+    call_id: String,
+    sent: usize,
+}
+
+impl LiveOutput {
+    fn full(&self) -> bool {
+        self.sent >= LIVE_OUTPUT_CHARS
+    }
+
+    /// Append one `tool.output` event; false when the log refuses it.
+    async fn send(&mut self, stream: &'static str, text: &str) -> bool {
+        if text.is_empty() || self.full() {
+            return true;
+        }
+        let room = LIVE_OUTPUT_CHARS - self.sent;
+        let (text, cut) = match text.char_indices().nth(room) {
+            Some((i, _)) => (&text[..i], true),
+            None => (text, false),
+        };
+        self.sent += text.chars().count();
+        let mut data = json!({"call_id": self.call_id, "stream": stream, "text": text});
+        if cut || self.full() {
+            data["truncated"] = json!(true);
+            self.sent = LIVE_OUTPUT_CHARS;
+        }
+        self.events
+            .append(&self.session_id, Some(&self.turn_id), "tool.output", data)
+            .await
+            .is_ok()
     }
 }
 
@@ -449,6 +502,7 @@ impl Dispatcher {
             call_id,
             entry,
             catalog,
+            args,
             host: self,
         };
         if !HANDLER_APPROVAL.contains(&name) && entry.policy != Policy::Auto {

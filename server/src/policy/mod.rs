@@ -1,6 +1,7 @@
 //! Pure decision code: values in, verdicts out, no I/O (except the thin
 //! [`check_url`] edge, which resolves DNS and hands the answers to the policy).
 
+pub mod approval_authority;
 pub mod approval_policy;
 pub mod capabilities;
 pub mod command_guard;

@@ -24,12 +24,16 @@ pub struct NewApproval {
     pub preview: String,
     pub fingerprint: String,
     pub session_cacheable: bool,
+    /// `owner` or `operator`: who must decide, from the tenant policy.
+    pub requires: String,
     pub expires_at: i64,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ApprovalRow {
     pub id: String,
+    /// The principal whose turn asked.
+    pub principal_id: String,
     pub session_id: String,
     pub turn_id: String,
     pub tool: String,
@@ -40,18 +44,23 @@ pub struct ApprovalRow {
     pub state: String,
     pub decision: Option<String>,
     pub session_cacheable: bool,
+    /// `owner` or `operator` (see [`crate::policy::approval_authority`]).
+    pub requires: String,
     pub created_at: i64,
     pub expires_at: i64,
     pub decided_at: Option<i64>,
+    /// The principal who decided (the owner or a tenant operator).
+    pub decided_by: Option<String>,
 }
 
 const APPROVAL_COLUMNS: &str =
-    "id, session_id, turn_id, tool, risk, rule, reason, preview, state, decision, \
-     session_cacheable, created_at, expires_at, decided_at";
+    "id, principal_id, session_id, turn_id, tool, risk, rule, reason, preview, state, decision, \
+     session_cacheable, requires, created_at, expires_at, decided_at, decided_by";
 
 fn decode_approval(r: &AnyRow) -> Result<ApprovalRow, sqlx::Error> {
     Ok(ApprovalRow {
         id: r.try_get("id")?,
+        principal_id: r.try_get("principal_id")?,
         session_id: r.try_get("session_id")?,
         turn_id: r.try_get("turn_id")?,
         tool: r.try_get("tool")?,
@@ -62,9 +71,11 @@ fn decode_approval(r: &AnyRow) -> Result<ApprovalRow, sqlx::Error> {
         state: r.try_get("state")?,
         decision: r.try_get("decision")?,
         session_cacheable: r.try_get::<i64, _>("session_cacheable")? != 0,
+        requires: r.try_get("requires")?,
         created_at: r.try_get("created_at")?,
         expires_at: r.try_get("expires_at")?,
         decided_at: r.try_get("decided_at")?,
+        decided_by: r.try_get("decided_by")?,
     })
 }
 
@@ -95,8 +106,8 @@ impl Store {
         let _gate = self.write_gate().await;
         sqlx::query(
             "INSERT INTO approvals (id, tenant_id, principal_id, session_id, turn_id, node_id, tool, risk, rule, reason, \
-             preview, fingerprint, session_cacheable, state, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'pending', $14, $15)",
+             preview, fingerprint, session_cacheable, requires, state, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'pending', $15, $16)",
         )
         .bind(&a.id)
         .bind(&a.tenant)
@@ -111,6 +122,7 @@ impl Store {
         .bind(&a.preview)
         .bind(&a.fingerprint)
         .bind(i64::from(a.session_cacheable))
+        .bind(&a.requires)
         .bind(now_ms())
         .bind(a.expires_at)
         .execute(self.pool())
@@ -118,39 +130,41 @@ impl Store {
         Ok(())
     }
 
-    /// Settle a pending approval. `None` decision means expired. Returns false
-    /// if it was no longer pending.
+    /// Settle a pending approval. `None` decision means expired; `decided_by`
+    /// is the deciding principal. Returns false if it was no longer pending.
     pub async fn settle_approval(
         &self,
         id: &str,
         state: &str,
         decision: Option<&str>,
+        decided_by: Option<&str>,
     ) -> Result<bool, sqlx::Error> {
         let _gate = self.write_gate().await;
         let res = sqlx::query(
-            "UPDATE approvals SET state = $1, decision = $2, decided_at = $3 WHERE id = $4 AND state = 'pending'",
+            "UPDATE approvals SET state = $1, decision = $2, decided_at = $3, decided_by = $4 \
+             WHERE id = $5 AND state = 'pending'",
         )
         .bind(state)
         .bind(decision)
         .bind(now_ms())
+        .bind(decided_by)
         .bind(id)
         .execute(self.pool())
         .await?;
         Ok(res.rows_affected() == 1)
     }
 
-    /// An approval of this owner (the principal who started the turn).
+    /// An approval of this tenant (any principal; the caller decides who may see it).
     pub async fn get_approval(
         &self,
         tenant: &TenantId,
-        principal: &PrincipalId,
         id: &str,
     ) -> Result<Option<ApprovalRow>, sqlx::Error> {
-        let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = $1 AND tenant_id = $2 AND principal_id = $3");
+        let sql =
+            format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = $1 AND tenant_id = $2");
         sqlx::query(&sql)
             .bind(id)
             .bind(tenant.as_str())
-            .bind(principal.as_str())
             .fetch_optional(self.pool())
             .await?
             .as_ref()
@@ -184,21 +198,26 @@ impl Store {
             .transpose()
     }
 
+    /// The principal's own approvals and, with `with_operator_queue`, every
+    /// approval of the tenant that needs an operator; newest first.
     pub async fn list_approvals(
         &self,
         tenant: &TenantId,
         principal: &PrincipalId,
+        with_operator_queue: bool,
         state: Option<&str>,
         limit: u32,
     ) -> Result<Vec<ApprovalRow>, sqlx::Error> {
         // An absent filter is a NULL parameter: one statement serves both cases.
         let sql = format!(
-            "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE tenant_id = $1 AND principal_id = $2 \
-             AND (CAST($3 AS TEXT) IS NULL OR state = $3) ORDER BY created_at DESC LIMIT $4"
+            "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE tenant_id = $1 \
+             AND (principal_id = $2 OR ($3 = 1 AND requires = 'operator')) \
+             AND (CAST($4 AS TEXT) IS NULL OR state = $4) ORDER BY created_at DESC LIMIT $5"
         );
         let rows = sqlx::query(&sql)
             .bind(tenant.as_str())
             .bind(principal.as_str())
+            .bind(i64::from(with_operator_queue))
             .bind(state)
             .bind(i64::from(limit))
             .fetch_all(self.pool())

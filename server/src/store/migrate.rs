@@ -40,6 +40,12 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../../migrations/sqlite/0004_tokens.sql"),
         postgres: include_str!("../../../migrations/postgres/0004_tokens.sql"),
     },
+    Migration {
+        version: 5,
+        name: "tenant_policy",
+        sqlite: include_str!("../../../migrations/sqlite/0005_tenant_policy.sql"),
+        postgres: include_str!("../../../migrations/postgres/0005_tenant_policy.sql"),
+    },
 ];
 
 /// Arbitrary constant naming our advisory lock.

@@ -26,6 +26,7 @@ pub use messages::MessageHit;
 pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
 pub use sessions::{NewSession, SessionRow};
 pub use tasks::{NewTask, TaskRow};
+pub use tenants::StoredTenantPolicy;
 pub use turns::{LostTurn, StartTurn, TurnRow, TurnStatus};
 
 use crate::config::{Backend, DatabaseConfig};

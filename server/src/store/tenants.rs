@@ -1,4 +1,6 @@
-//! Tenants and principals.
+//! Tenants, principals and tenant policies.
+
+use sqlx::Row;
 
 use super::Store;
 use crate::auth::Role;
@@ -43,4 +45,62 @@ impl Store {
             .await?;
         Ok(row.is_some())
     }
+
+    /// A tenant's stored approval policy: (member_max_risk, updated_at,
+    /// updated_by), or `None` when the tenant uses the default.
+    pub async fn tenant_policy(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<StoredTenantPolicy>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT member_max_risk, updated_at, updated_by FROM tenant_policies WHERE tenant_id = $1",
+        )
+        .bind(tenant.as_str())
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|r| {
+            Ok(StoredTenantPolicy {
+                member_max_risk: r.try_get(0)?,
+                updated_at: r.try_get(1)?,
+                updated_by: r.try_get(2)?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Set (insert or replace) a tenant's approval policy.
+    pub async fn set_tenant_policy(
+        &self,
+        tenant: &TenantId,
+        member_max_risk: &str,
+        updated_by: &PrincipalId,
+    ) -> Result<StoredTenantPolicy, sqlx::Error> {
+        let _gate = self.write_gate().await;
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO tenant_policies (tenant_id, member_max_risk, updated_at, updated_by) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (tenant_id) DO UPDATE SET \
+             member_max_risk = excluded.member_max_risk, updated_at = excluded.updated_at, \
+             updated_by = excluded.updated_by",
+        )
+        .bind(tenant.as_str())
+        .bind(member_max_risk)
+        .bind(now)
+        .bind(updated_by.as_str())
+        .execute(self.pool())
+        .await?;
+        Ok(StoredTenantPolicy {
+            member_max_risk: member_max_risk.to_owned(),
+            updated_at: now,
+            updated_by: updated_by.to_string(),
+        })
+    }
+}
+
+/// A tenant policy row as stored (parsed by the caller).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTenantPolicy {
+    pub member_max_risk: String,
+    pub updated_at: i64,
+    pub updated_by: String,
 }

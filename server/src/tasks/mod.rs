@@ -8,6 +8,11 @@
 //! counted on this instance); a start over a cap is refused with
 //! [`StartError::Limit`] before any row is written. Task logs take bytes from
 //! the tenant's storage quota ([`crate::exec::StorageQuota`]).
+//!
+//! Nothing a job produces is stored or shown unredacted: its summary, every
+//! log line ([`crate::redact::lines::LineRedactor`], seeded with the secrets
+//! of the call's arguments) and its result (the durable view of the same
+//! [`SecretRedactor`] views foreground results get) pass the redactor first.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -21,6 +26,8 @@ use crate::auth::PrincipalScope;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::exec::{OutputBudget, StorageQuota};
+use crate::redact::lines::LineRedactor;
+use crate::redact::redactor::{SecretRedactor, View, Views};
 use crate::store::{NewTask, Store, TaskRow};
 
 /// Characters of a task's logs kept in the database; the artifact has the rest.
@@ -76,6 +83,9 @@ pub struct TaskHandle {
     pub cancel: CancellationToken,
     store: Store,
     log_budget: OutputBudget,
+    /// Secrets known for this task: the call's, then whatever its log revealed
+    /// (so the result is redacted with everything the output showed).
+    known: Arc<Mutex<SecretRedactor>>,
 }
 
 /// Which cap, if any, one more running task of `(tenant, principal)` would pass.
@@ -114,8 +124,10 @@ fn cap_denial<'a>(
 }
 
 impl TaskHandle {
-    /// A sink for output chunks: rows of at most [`LOG_CHUNK_CHARS`], at most
-    /// [`LOG_CAP_CHARS`] in all. Returns a sender and the writer's join handle.
+    /// A sink for output chunks, redacted line by line (operator view):
+    /// rows of at most [`LOG_CHUNK_CHARS`], at most [`LOG_CAP_CHARS`] in all.
+    /// Returns a sender and the writer's join handle; await the handle before
+    /// the job returns so the result is redacted with what the log revealed.
     pub fn log_sink(
         &self,
     ) -> (
@@ -123,46 +135,104 @@ impl TaskHandle {
         tokio::task::JoinHandle<()>,
     ) {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<(&'static str, String)>(256);
-        let (store, id) = (self.store.clone(), self.id.clone());
+        let (store, id, known) = (self.store.clone(), self.id.clone(), self.known.clone());
         let budget = self.log_budget.clone();
         let writer = tokio::spawn(async move {
-            let mut written = 0usize;
-            let mut noted = false;
+            let seed = known.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let mut lines = LineRedactor::new(seed, View::Operator);
+            let mut log = LogWriter {
+                store: &store,
+                id: &id,
+                budget: &budget,
+                written: 0,
+                noted: false,
+            };
             while let Some((stream, text)) = rx.recv().await {
-                let chars: Vec<char> = text.chars().collect();
-                for piece in chars.chunks(LOG_CHUNK_CHARS) {
-                    if noted {
-                        break;
-                    }
-                    if written >= LOG_CAP_CHARS {
-                        noted = true;
-                        let _ = store
-                            .append_task_log(
-                                &id,
-                                "host",
-                                "[log truncated; the full output is in the artifact]",
-                            )
-                            .await;
-                        break;
-                    }
-                    let s: String = piece.iter().collect();
-                    written += piece.len();
-                    let (kept, limit) = budget.fit(&s);
-                    if !kept.is_empty() {
-                        if let Err(e) = store.append_task_log(&id, stream, kept).await {
-                            tracing::error!(error = %e, task = %id, "could not write a task log chunk");
-                        }
-                    }
-                    if let Some(limit) = limit {
-                        noted = true;
-                        let _ = store
-                            .append_task_log(&id, "host", &format!("[log truncated: {limit}]"))
-                            .await;
-                    }
+                // Past the cap nothing more is kept: drain without redacting.
+                if log.full() {
+                    continue;
                 }
+                let text = lines.push(stream, &text);
+                log.write(stream, &text).await;
             }
+            for stream in lines.open_streams() {
+                if log.full() {
+                    break;
+                }
+                let text = lines.finish(stream);
+                log.write(stream, &text).await;
+            }
+            *known.lock().unwrap_or_else(|p| p.into_inner()) = lines.into_known();
         });
         (tx, writer)
+    }
+}
+
+/// Writes redacted log text as bounded rows.
+struct LogWriter<'a> {
+    store: &'a Store,
+    id: &'a str,
+    /// The task's share of the tenant's storage quota.
+    budget: &'a OutputBudget,
+    written: usize,
+    noted: bool,
+}
+
+impl LogWriter<'_> {
+    fn full(&self) -> bool {
+        self.noted || self.written >= LOG_CAP_CHARS
+    }
+
+    async fn write(&mut self, stream: &'static str, text: &str) {
+        let chars: Vec<char> = text.chars().collect();
+        for piece in chars.chunks(LOG_CHUNK_CHARS) {
+            if self.written >= LOG_CAP_CHARS {
+                if !self.noted {
+                    self.noted = true;
+                    let _ = self
+                        .store
+                        .append_task_log(
+                            self.id,
+                            "host",
+                            "[log truncated; the full output is in the artifact]",
+                        )
+                        .await;
+                }
+                return;
+            }
+            let s: String = piece.iter().collect();
+            self.written += piece.len();
+            let (kept, limit) = self.budget.fit(&s);
+            if !kept.is_empty() {
+                if let Err(e) = self.store.append_task_log(self.id, stream, kept).await {
+                    tracing::error!(error = %e, task = %self.id, "could not write a task log chunk");
+                }
+            }
+            if let Some(limit) = limit {
+                self.noted = true;
+                let _ = self
+                    .store
+                    .append_task_log(self.id, "host", &format!("[log truncated: {limit}]"))
+                    .await;
+                return;
+            }
+        }
+    }
+}
+
+/// The stored form of a job's outcome: the durable view of its result, with
+/// every secret known for the task. A redaction failure replaces the result
+/// and fails the task.
+fn redacted_outcome(known: &SecretRedactor, outcome: TaskOutcome) -> (&'static str, Value) {
+    match known.try_views(&outcome.result) {
+        Ok(views) => (outcome.status, views.get(View::Durable).clone()),
+        Err(e) => {
+            tracing::error!(error = %e, "task result redaction failed; result replaced");
+            (
+                "failed",
+                Views::redaction_failed().get(View::Durable).clone(),
+            )
+        }
     }
 }
 
@@ -212,13 +282,16 @@ impl Tasks {
         }
     }
 
-    /// Record and start a job; returns its task id at once.
+    /// Record and start a job; returns its task id at once. `known` holds the
+    /// secrets of the call that started it (e.g. its discovered arguments):
+    /// they are redacted from the summary, the log and the result.
     pub async fn start<F, Fut>(
         &self,
         scope: &PrincipalScope,
         session_id: &str,
         kind: &'static str,
         summary: String,
+        known: SecretRedactor,
         job: F,
     ) -> std::result::Result<String, StartError>
     where
@@ -226,6 +299,7 @@ impl Tasks {
         Fut: Future<Output = TaskOutcome> + Send + 'static,
     {
         let id = format!("task_{}", uuid::Uuid::now_v7().simple());
+        let summary = known.redact_str_for(&summary, View::Event);
         let summary: String = summary.chars().take(1200).collect();
         let token = CancellationToken::new();
         let (tenant, principal) = (scope.tenant().as_str(), scope.principal().as_str());
@@ -266,11 +340,13 @@ impl Tasks {
         }
         self.updated(session_id, &id, kind, "running", &summary)
             .await;
+        let known = Arc::new(Mutex::new(known));
         let handle = TaskHandle {
             id: id.clone(),
             cancel: token,
             store: self.store.clone(),
             log_budget: self.quota.budget(tenant),
+            known: known.clone(),
         };
         let this = self.clone();
         let session = session_id.to_owned();
@@ -278,16 +354,15 @@ impl Tasks {
         tokio::spawn(async move {
             let id = task_id;
             let outcome = job(handle).await;
+            let seen = known.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let (status, result) = redacted_outcome(&seen, outcome);
             // The terminal state is durable before anyone is told.
             match this
                 .store
-                .finish_task(&id, outcome.status, &outcome.result.to_string())
+                .finish_task(&id, status, &result.to_string())
                 .await
             {
-                Ok(true) => {
-                    this.updated(&session, &id, kind, outcome.status, &summary)
-                        .await
-                }
+                Ok(true) => this.updated(&session, &id, kind, status, &summary).await,
                 Ok(false) => {}
                 Err(e) => {
                     tracing::error!(error = %e, task = %id, "could not record the task's end")
