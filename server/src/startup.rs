@@ -66,7 +66,8 @@ impl Application {
             fake: Arc::new(FakeProvider),
             openai,
         };
-        let walls = Arc::new(build_walls(&config)?);
+        let quota = seed_storage_quota(&config, &store).await?;
+        let walls = Arc::new(build_walls(&config, quota.clone())?);
         let mut host_unavailable = std::collections::BTreeMap::new();
         if let Some(reason) = walls.sandbox.unavailable_reason() {
             tracing::error!(
@@ -103,7 +104,6 @@ impl Application {
             node_id.clone(),
             config.clarify_timeout,
         );
-        let quota = seed_storage_quota(&config, &store).await?;
         let tasks = crate::tasks::Tasks::new(
             store.clone(),
             events.clone(),
@@ -122,7 +122,6 @@ impl Application {
             store.clone(),
             &config.home,
             walls.clone(),
-            quota,
         );
         let turns = TurnService::new(
             store.clone(),
@@ -242,6 +241,8 @@ impl Application {
             app.store.clone(),
             app.shutdown.clone(),
         ));
+        // Orphans of tenants' commands are reaped here, not left to init.
+        crate::exec::reaper::start(app.shutdown.clone());
         let router = crate::api::router(app.clone());
         http::serve(
             self.listener,
@@ -317,7 +318,10 @@ pub async fn shutdown_signal() {
 }
 
 /// The sandbox and the file tools' walls, from canonical paths.
-fn build_walls(config: &Config) -> anyhow::Result<crate::dispatch::Walls> {
+fn build_walls(
+    config: &Config,
+    quota: Arc<crate::exec::StorageQuota>,
+) -> anyhow::Result<crate::dispatch::Walls> {
     let home = config
         .home
         .canonicalize()
@@ -331,6 +335,7 @@ fn build_walls(config: &Config) -> anyhow::Result<crate::dispatch::Walls> {
         sandbox,
         files: crate::policy::file_walls::FileWalls::new(home, config.read_roots.clone(), database),
         terminal_network: config.terminal_network,
+        quota,
     })
 }
 

@@ -235,7 +235,7 @@ impl ToolEnv<'_> {
 
     /// The host's storage quota (artifacts and task logs).
     pub fn storage_quota(&self) -> &crate::exec::StorageQuota {
-        &self.host.quota
+        &self.host.walls.quota
     }
 
     /// Owner-scoped history of one of this principal's sessions.
@@ -421,7 +421,6 @@ pub struct Dispatcher {
     store: crate::store::Store,
     home: PathBuf,
     walls: Arc<Walls>,
-    quota: Arc<crate::exec::StorageQuota>,
 }
 
 /// The walls every effect of a tenant stays inside: the child-process
@@ -432,6 +431,8 @@ pub struct Walls {
     pub files: crate::policy::file_walls::FileWalls,
     /// `--terminal-network`: `false` cuts the network of terminal commands.
     pub terminal_network: bool,
+    /// Bytes of command output (artifacts, task logs) per command and tenant.
+    pub quota: Arc<crate::exec::StorageQuota>,
 }
 
 /// What the turn loop gets back: the model view of the result.
@@ -449,7 +450,6 @@ impl Dispatcher {
         store: crate::store::Store,
         home: &Path,
         walls: Arc<Walls>,
-        quota: Arc<crate::exec::StorageQuota>,
     ) -> Arc<Self> {
         Arc::new(Self {
             approvals,
@@ -459,7 +459,6 @@ impl Dispatcher {
             events,
             home: home.to_path_buf(),
             walls,
-            quota,
         })
     }
 

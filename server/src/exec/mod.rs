@@ -60,6 +60,11 @@
 //! (the drain stops waiting for such a process shortly after the group is
 //! gone); its confinement and limits stay with it.
 //!
+//! Orphans inside a command's tree (a fork bomb's children, a job a shell
+//! left behind) are reparented to the server, a child subreaper, and reaped
+//! the moment they exit ([`reaper`]), so they never hold a tenant's process
+//! limit as zombies.
+//!
 //! # Confinement ([`sandbox`])
 //!
 //! Every child enters the walls of [`sandbox::Confinement`] between fork and
@@ -71,6 +76,7 @@ pub mod drain;
 pub mod env;
 pub mod kill;
 pub mod quota;
+pub mod reaper;
 pub mod sandbox;
 pub mod scrub;
 pub mod spawn;
