@@ -141,7 +141,8 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let (srv, _) = start(None, &[]);
+        // The flood below is larger than the default per-command output quota.
+        let (srv, _) = start(None, &[("DEMIURGE_ARTIFACT_MAX_BYTES", "1GiB")]);
         let tok = token(&srv, None, "bench");
         let client = reqwest::Client::new();
         let sid = create_session(&client, &srv, &tok).await;
@@ -174,7 +175,7 @@ fn main() {
         direct.sort();
         // 2b. The same through a server with `--sandbox off`: what the walls cost.
         let unconfined = {
-            let (srv_off, _) = start(None, &[("DEMIURGE_SANDBOX", "off")]);
+            let (srv_off, _) = start(None, &[("DEMIURGE_SANDBOX", "off"), ("DEMIURGE_ARTIFACT_MAX_BYTES", "1GiB")]);
             let tok = token(&srv_off, None, "bench");
             let sid = create_session(&client, &srv_off, &tok).await;
             let mut sock = ws(&srv_off, &sid, &tok, 0).await;

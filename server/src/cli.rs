@@ -235,6 +235,10 @@ pub struct ServeArgs {
     /// Open files per child process (`RLIMIT_NOFILE`).
     #[arg(long, env = "DEMIURGE_SANDBOX_MAX_OPEN_FILES", default_value_t = 1024)]
     pub sandbox_max_open_files: u64,
+    /// Highest risk a member may approve for itself in tenants whose admins
+    /// set no policy: `none`, `low`, `medium`, `high` or `critical`.
+    #[arg(long, env = "DEMIURGE_MEMBER_MAX_RISK", default_value = "high")]
+    pub member_max_risk: String,
     /// First uid of the per-tenant range children switch to on a root server.
     #[arg(long, env = "DEMIURGE_SANDBOX_UID_BASE", default_value_t = 200_000)]
     pub sandbox_uid_base: u32,

@@ -227,6 +227,8 @@ pub struct Config {
     pub read_roots: Vec<PathBuf>,
     /// `--terminal-network`: `false` cuts the network of terminal commands.
     pub terminal_network: bool,
+    /// `--member-max-risk`: the approval policy of tenants that set none.
+    pub default_tenant_policy: crate::policy::approval_authority::TenantPolicy,
     pub protection: ProtectionConfig,
 }
 
@@ -379,7 +381,18 @@ impl Config {
             uid_base: serve.sandbox_uid_base,
             uid_span: 100_000u32.min(u32::MAX - serve.sandbox_uid_base),
         };
+        let member_max_risk =
+            crate::policy::approval_authority::MemberMaxRisk::parse(serve.member_max_risk.trim())
+                .ok_or_else(|| {
+                ConfigError(format!(
+                    "--member-max-risk {:?} is not one of: none, low, medium, high, critical",
+                    serve.member_max_risk
+                ))
+            })?;
         Ok(Self {
+            default_tenant_policy: crate::policy::approval_authority::TenantPolicy {
+                member_max_risk,
+            },
             sandbox,
             read_roots,
             terminal_network,

@@ -97,7 +97,8 @@ impl Application {
             events.clone(),
             node_id.clone(),
             config.approval_timeout,
-        );
+        )
+        .with_default_policy(config.default_tenant_policy);
         let clarifications = Clarifications::new(
             store.clone(),
             events.clone(),

@@ -484,3 +484,23 @@ async fn live_output_redacts_a_token_split_across_reads() {
         assert!(!outputs.contains(half), "{half} in the output: {outputs}");
     }
 }
+
+#[tokio::test]
+async fn the_server_default_policy_applies_until_an_admin_sets_one() {
+    let opts = Opts {
+        args: vec!["--member-max-risk".into(), "low".into()],
+        ..Opts::default()
+    };
+    let app = spawn_with(Backend::Sqlite, opts).await;
+    let olga = app.token_with("acme", "olga", "operator", "1h");
+    let (st, p) = app.get(&olga, "/v1/tenant/policy").await;
+    assert_eq!(st, 200, "{p}");
+    assert_eq!(p["member_max_risk"], "low", "{p}");
+    let bad = std::process::Command::new(BIN)
+        .args(["serve", "--member-max-risk", "extreme", "--home"])
+        .arg(app.home.join("unused"))
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("extreme"));
+}

@@ -110,6 +110,8 @@ pub struct Approvals {
     events: EventLog,
     node_id: String,
     timeout: Duration,
+    /// The policy of tenants that stored none (`--member-max-risk`).
+    default_policy: TenantPolicy,
     inner: Arc<Mutex<Inner>>,
 }
 
@@ -131,8 +133,15 @@ impl Approvals {
             events,
             node_id,
             timeout,
+            default_policy: TenantPolicy::default(),
             inner: Arc::default(),
         }
+    }
+
+    /// The policy of tenants whose admins have not set one.
+    pub fn with_default_policy(mut self, policy: TenantPolicy) -> Self {
+        self.default_policy = policy;
+        self
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -208,7 +217,7 @@ impl Approvals {
     /// stored value that no longer parses fails closed: members decide nothing.
     pub async fn tenant_policy(&self, tenant: &TenantId) -> Result<TenantPolicy> {
         Ok(match self.store.tenant_policy(tenant).await? {
-            None => TenantPolicy::default(),
+            None => self.default_policy,
             Some(row) => policy_of(tenant, &row),
         })
     }
@@ -225,7 +234,7 @@ impl Approvals {
         }
         let row = self.store.tenant_policy(scope.tenant()).await?;
         let policy = match &row {
-            None => TenantPolicy::default(),
+            None => self.default_policy,
             Some(row) => policy_of(scope.tenant(), row),
         };
         Ok((policy, row))
