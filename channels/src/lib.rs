@@ -1,7 +1,19 @@
-//! Chat platform adapters for demiurge: which platforms exist, and (as the
-//! channel issues land) their signature verification, identity mapping and
-//! outbound delivery. The server depends on this crate; nothing here does
-//! network I/O on its own.
+//! Chat platform adapters for demiurge: which platforms exist, and their
+//! wire-level rules, with no server internals and no network I/O:
+//!
+//! - [`verify`]: is an inbound request really the platform's (Slack `v0`
+//!   HMAC with its replay window, Telegram's secret token, Discord's Ed25519,
+//!   signed generic webhooks)?
+//! - [`split`]: a reply cut at the platform's message limit, in order.
+//! - [`commands`]: `/approve`, `/deny`, `/stop`, `/new`, and the data an
+//!   approval button carries.
+//!
+//! The server mounts these behind its webhook routes and outbox as the
+//! channel issue lands.
+
+pub mod commands;
+pub mod split;
+pub mod verify;
 
 use std::fmt;
 use std::str::FromStr;
