@@ -5,6 +5,8 @@
 //!   HMAC with its replay window, Telegram's secret token, Discord's Ed25519,
 //!   signed generic webhooks)?
 //! - [`split`]: a reply cut at the platform's message limit, in order.
+//! - [`wire`]: the platforms' inbound payloads and what the host makes of
+//!   them ([`wire::Inbound`]).
 //! - [`commands`]: `/approve`, `/deny`, `/stop`, `/new`, and the data an
 //!   approval button carries.
 //!
@@ -14,6 +16,7 @@
 pub mod commands;
 pub mod split;
 pub mod verify;
+pub mod wire;
 
 use std::fmt;
 use std::str::FromStr;
