@@ -7,6 +7,8 @@
 //! - [`split`]: a reply cut at the platform's message limit, in order.
 //! - [`wire`]: the platforms' inbound payloads and what the host makes of
 //!   them ([`wire::Inbound`]).
+//! - [`outbound`]: replies, approval cards with native buttons, and the
+//!   edits that show a decision, as platform API requests.
 //! - [`commands`]: `/approve`, `/deny`, `/stop`, `/new`, and the data an
 //!   approval button carries.
 //!
@@ -14,6 +16,7 @@
 //! channel issue lands.
 
 pub mod commands;
+pub mod outbound;
 pub mod split;
 pub mod verify;
 pub mod wire;
