@@ -532,3 +532,71 @@ async fn the_database_stays_intact_under_member_probes_and_the_cli() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&check.stdout).trim(), "ok");
 }
+
+#[tokio::test]
+async fn file_tools_cannot_be_raced_out_of_the_workspace_by_the_tenants_own_commands() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let v = victim(&app).await;
+    let acme_ws = v.ws.canonicalize().unwrap().display().to_string();
+    let evil = app.token("evil", "mallory");
+    let sid = app.create_session(&evil).await;
+    // The tenant's own command swaps `x` between a plain folder (what the
+    // path check sees) and a link to the victim's workspace (what a naive
+    // open would follow), atomically (renameat2 RENAME_EXCHANGE) and as fast
+    // as it can.
+    let flip = format!(
+        "mkdir -p x && echo mine > x/canary.txt && ln -sfn {acme_ws} l && python3 -c \"
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+end = time.time() + 25
+while time.time() < end:
+    libc.renameat2(-100, b'x', -100, b'l', 2)
+\""
+    );
+    let evs = run_script(
+        &app,
+        &evil,
+        &sid,
+        call(
+            "terminal",
+            json!({"command": flip, "background": true, "timeout_seconds": 30}),
+        ),
+        "allow_once",
+    )
+    .await;
+    assert_eq!(results(&evs), ["succeeded"], "{}", result_text(&evs));
+    let reads: Vec<Value> = (0..25)
+        .map(|_| json!({"name": "read_file", "arguments": {"path": "x/canary.txt"}}))
+        .collect();
+    let writes: Vec<Value> = (0..5)
+        .map(
+            |_| json!({"name": "write_file", "arguments": {"path": "x/pwned.txt", "content": "x"}}),
+        )
+        .collect();
+    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
+    for _ in 0..4 {
+        let script = json!([
+            {"tool_calls": reads}, {"tool_calls": reads}, {"tool_calls": writes}, {"content": "done"}
+        ]);
+        let evs = run_script(&app, &evil, &sid, script, "allow_once").await;
+        assert_clean("raced reads", &evs, &v);
+        for r in results(&evs) {
+            *outcomes.entry(r).or_default() += 1;
+        }
+    }
+    assert!(
+        !v.ws.join("pwned.txt").exists(),
+        "a raced write reached the victim"
+    );
+    // Some calls saw the folder, some the link: the race really ran.
+    assert_eq!(outcomes.values().sum::<usize>(), 4 * 55, "{outcomes:?}");
+    assert!(outcomes.contains_key("succeeded"), "{outcomes:?}");
+    assert!(
+        outcomes.contains_key("denied") || outcomes.contains_key("failed"),
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(v.ws.join("canary.txt")).unwrap(),
+        CANARY
+    );
+}

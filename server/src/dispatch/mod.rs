@@ -269,28 +269,14 @@ impl ToolEnv<'_> {
         &self.host.walls
     }
 
-    /// Hands a file the server wrote into the workspace, and the folders it
-    /// created for it, to the tenant's sandbox uid (root server), so its
-    /// confined commands can change them too. Best effort: a failure only
-    /// means the child cannot.
-    pub fn adopt(&self, path: &Path) {
-        let Some((uid, gid)) = self
-            .host
+    /// Who owns what the server writes into this call's workspace: the
+    /// tenant's sandbox uid on a root server, so its confined commands can
+    /// change it too; `None` keeps the server's user.
+    pub fn sandbox_owner(&self) -> Option<(u32, u32)> {
+        self.host
             .walls
             .sandbox
             .workspace_owner(self.ctx.scope.tenant().as_str())
-        else {
-            return;
-        };
-        for part in path.ancestors() {
-            if part == self.workspace() || !part.starts_with(self.workspace()) {
-                break;
-            }
-            if let Err(e) = std::os::unix::fs::lchown(part, Some(uid), Some(gid)) {
-                tracing::warn!(error = %e, "could not hand a workspace file to the sandbox uid");
-                break;
-            }
-        }
     }
 
     /// Best-effort live output of this call as `tool.output` events. Chunks

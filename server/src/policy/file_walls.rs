@@ -104,6 +104,16 @@ impl FileWalls {
         })
     }
 
+    /// The operator read root that holds `abs` (canonical), if any: the
+    /// anchor a read outside the workspace is opened beneath.
+    pub fn read_root_for(&self, abs: &Path) -> Option<&Path> {
+        self.read_roots
+            .iter()
+            .filter(|root| abs.starts_with(root))
+            .max_by_key(|root| root.as_os_str().len())
+            .map(PathBuf::as_path)
+    }
+
     /// Whether a recursive search standing at `dir` (canonical) may go on
     /// into it: never into the server's home, except the workspace itself.
     pub fn may_enter(&self, workspace: &Path, dir: &Path) -> bool {

@@ -48,8 +48,9 @@
 //!
 //! Limits: resolution is a check at one instant; a concurrent process (for
 //! example the tenant's own terminal) can swap a directory for a symlink
-//! between [`resolve`] and the open. Effect code that needs a hard guarantee
-//! should open with `O_NOFOLLOW` / re-check.
+//! between [`resolve`] and the open. The file tools therefore open through
+//! `crate::tools::beneath` (`openat2` with `RESOLVE_BENEATH`), where the
+//! kernel refuses any resolution that leaves the workspace at open time.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{arg_bool, arg_i64, arg_str};
+use super::{arg_bool, arg_i64, arg_str, beneath};
 use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
 use crate::policy::approval_policy::{Policy, Risk};
 use crate::policy::file_walls::ReadVerdict;
@@ -88,28 +88,7 @@ pub async fn read_file(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             format!("path does not exist: {}", shown(&r)),
         );
     }
-    let meta = match tokio::fs::metadata(&r.abs).await {
-        Ok(m) => m,
-        Err(e) => {
-            return ToolOutcome::error(
-                ToolStatus::Failed,
-                format!("cannot read {}: {e}", shown(&r)),
-            )
-        }
-    };
-    if !meta.is_file() {
-        return ToolOutcome::error(
-            ToolStatus::Failed,
-            format!("path is not a file: {}", shown(&r)),
-        );
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return ToolOutcome::error(
-            ToolStatus::Failed,
-            format!("file is too large to read ({} bytes)", meta.len()),
-        );
-    }
-    let bytes = match tokio::fs::read(&r.abs).await {
+    let bytes = match read_beneath(env, &r).await {
         Ok(b) => b,
         Err(e) => {
             return ToolOutcome::error(
@@ -139,6 +118,53 @@ pub async fn read_file(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         out,
         json!({"path": shown(&r), "offset": start, "end": end, "total_chars": total}),
     )
+}
+
+/// The folder a resolved path is opened beneath: the canonical workspace,
+/// or the operator read root that holds it.
+fn anchor(env: &ToolEnv<'_>, r: &Resolved) -> std::io::Result<std::path::PathBuf> {
+    if r.inside {
+        return env.workspace().canonicalize();
+    }
+    env.walls()
+        .files
+        .read_root_for(&r.abs)
+        .map(std::path::Path::to_path_buf)
+        .ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::PermissionDenied, "outside every root")
+        })
+}
+
+/// Reads `r` race-free beneath its anchor ([`beneath`]), at most
+/// [`MAX_FILE_BYTES`].
+async fn read_beneath(env: &ToolEnv<'_>, r: &Resolved) -> std::io::Result<Vec<u8>> {
+    let root = anchor(env, r)?;
+    let abs = r.abs.clone();
+    tokio::task::spawn_blocking(move || beneath::read(&root, &abs, MAX_FILE_BYTES))
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+/// Writes `r` race-free beneath the workspace ([`beneath`]); what it creates
+/// belongs to the tenant's sandbox uid on a root server.
+async fn write_beneath(
+    env: &ToolEnv<'_>,
+    r: &Resolved,
+    bytes: Vec<u8>,
+    create_parents: bool,
+) -> std::io::Result<()> {
+    if !r.inside {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "writes stay inside the workspace",
+        ));
+    }
+    let root = env.workspace().canonicalize()?;
+    let abs = r.abs.clone();
+    let owner = env.sandbox_owner();
+    tokio::task::spawn_blocking(move || beneath::write(&root, &abs, &bytes, create_parents, owner))
+        .await
+        .map_err(std::io::Error::other)?
 }
 
 /// Resolve a write target; outside the workspace is a denial.
@@ -202,29 +228,15 @@ pub async fn write_file(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
     if let Err(o) = recheck(env, raw, &r) {
         return o;
     }
-    if let Some(parent) = r.abs.parent() {
-        if !parent.exists() {
-            if !create_parents {
-                return ToolOutcome::error(
-                    ToolStatus::Failed,
-                    format!("parent folder does not exist: {}", shown(&r)),
-                );
-            }
-            if let Err(e) = tokio::fs::create_dir_all(parent).await {
-                return ToolOutcome::error(
-                    ToolStatus::Failed,
-                    format!("cannot create folders for {}: {e}", shown(&r)),
-                );
-            }
-        }
+    let written = write_beneath(env, &r, content.as_bytes().to_vec(), create_parents).await;
+    if let Err(e) = written {
+        let why = if e.kind() == std::io::ErrorKind::NotFound && !create_parents {
+            format!("parent folder does not exist: {}", shown(&r))
+        } else {
+            format!("cannot write {}: {e}", shown(&r))
+        };
+        return ToolOutcome::error(ToolStatus::Failed, why);
     }
-    if let Err(e) = tokio::fs::write(&r.abs, content.as_bytes()).await {
-        return ToolOutcome::error(
-            ToolStatus::Failed,
-            format!("cannot write {}: {e}", shown(&r)),
-        );
-    }
-    env.adopt(&r.abs);
     let chars = content.chars().count();
     ToolOutcome::ok_text(
         format!("wrote {chars} chars to {}", shown(&r)),
@@ -258,9 +270,8 @@ pub async fn patch(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
     if let Err(o) = recheck(env, raw, &r) {
         return o;
     }
-    let before = match tokio::fs::read(&r.abs).await {
-        Ok(b) if b.len() as u64 <= MAX_FILE_BYTES => String::from_utf8_lossy(&b).into_owned(),
-        Ok(_) => return ToolOutcome::error(ToolStatus::Failed, "file is too large to patch"),
+    let before = match read_beneath(env, &r).await {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) => {
             return ToolOutcome::error(
                 ToolStatus::Failed,
@@ -279,7 +290,7 @@ pub async fn patch(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
     } else {
         before.replacen(old, new, count as usize)
     };
-    if let Err(e) = tokio::fs::write(&r.abs, after.as_bytes()).await {
+    if let Err(e) = write_beneath(env, &r, after.clone().into_bytes(), false).await {
         return ToolOutcome::error(
             ToolStatus::Failed,
             format!("cannot write {}: {e}", shown(&r)),

@@ -2,6 +2,7 @@
 //! dispatcher has resolved, validated and capability-checked the call; path
 //! tools ask for their own approval because only they know the target.
 
+pub mod beneath;
 pub mod clarify;
 pub mod files;
 pub mod history;

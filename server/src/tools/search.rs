@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use super::beneath;
 use super::files::{approve_read, path_error, shown};
 use super::{arg_bool, arg_i64, arg_str};
 use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
@@ -17,6 +18,8 @@ const DEFAULT_RESULTS: i64 = 50;
 const MAX_RESULTS: i64 = 200;
 /// Characters of each file scanned for content matches.
 const SCAN_CHARS: usize = 200_000;
+/// Bytes read per file to find [`SCAN_CHARS`] characters (4 bytes per char at most).
+const SCAN_BYTES: u64 = 4 * SCAN_CHARS as u64;
 /// Entries visited at most, so a huge tree cannot stall a turn.
 const MAX_ENTRIES: usize = 50_000;
 /// Characters of a matching line shown.
@@ -210,6 +213,14 @@ pub async fn search_files(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
     let ws = env.workspace().to_path_buf();
     let root = r.abs.clone();
     let base = if r.inside { ws.clone() } else { root.clone() };
+    let anchor = if r.inside {
+        ws.canonicalize().unwrap_or_else(|_| ws.clone())
+    } else {
+        match env.walls().files.read_root_for(&r.abs) {
+            Some(read_root) => read_root.to_path_buf(),
+            None => return ToolOutcome::error(ToolStatus::Denied, "outside every read root"),
+        }
+    };
     let walked = if root.is_file() {
         Walk {
             files: vec![(root.clone(), false)],
@@ -275,7 +286,9 @@ pub async fn search_files(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             if target == "name" || is_dir {
                 continue;
             }
-            let Ok(bytes) = std::fs::read(&path) else {
+            // Opened beneath the search's anchor: a folder swapped for a link
+            // out since the walk is refused by the kernel, not followed.
+            let Ok(bytes) = beneath::read_prefix(&anchor, &path, SCAN_BYTES) else {
                 continue;
             };
             if bytes.contains(&0) {
