@@ -331,7 +331,8 @@ fn build_walls(
         crate::config::Backend::Sqlite => sqlite_file(&config.database.url),
         crate::config::Backend::Postgres => None,
     };
-    let sandbox = crate::exec::sandbox::Sandbox::detect(config.sandbox.clone(), &home);
+    let sandbox =
+        crate::exec::sandbox::Sandbox::detect(config.sandbox.clone(), &home, database.as_deref());
     Ok(crate::dispatch::Walls {
         sandbox,
         files: crate::policy::file_walls::FileWalls::new(home, config.read_roots.clone(), database),

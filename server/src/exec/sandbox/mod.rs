@@ -92,7 +92,7 @@ impl Sandbox {
     /// On a root server, also checks that the home's ancestors let an
     /// unprivileged uid pass (`o+x`): otherwise HOME and TMPDIR would be
     /// unreachable and every command would fail in confusing ways.
-    pub fn detect(settings: Settings, server_home: &Path) -> Self {
+    pub fn detect(settings: Settings, server_home: &Path, database: Option<&Path>) -> Self {
         let facts = Facts {
             // SAFETY: geteuid(2) cannot fail and touches no memory.
             euid: unsafe { libc::geteuid() },
@@ -102,6 +102,29 @@ impl Sandbox {
             .canonicalize()
             .unwrap_or_else(|_| server_home.to_path_buf());
         let mut availability = plan::availability(&settings, facts);
+        if matches!(availability, Availability::Confined { .. }) {
+            // A read root holding the home or the database would hand every
+            // child the keys: refuse to run children at all.
+            let roots: Vec<PathBuf> = plan::read_roots(&settings)
+                .iter()
+                .filter_map(|r| r.canonicalize().ok())
+                .collect();
+            let mut private = vec![server_home.clone()];
+            private.extend(database.map(|d| d.canonicalize().unwrap_or_else(|_| d.to_path_buf())));
+            if let Some((root, exposed)) = plan::exposed_by(&roots, &private) {
+                availability = Availability::Unavailable(format!(
+                    "the read-only folder {} given to every child contains the server's {} \
+                     ({}); move the home/database out of it or drop that read root",
+                    root.display(),
+                    if exposed == server_home {
+                        "home"
+                    } else {
+                        "database"
+                    },
+                    exposed.display()
+                ));
+            }
+        }
         if matches!(
             availability,
             Availability::Confined {

@@ -166,6 +166,30 @@ pub fn tenant_uid(settings: &Settings, tenant: &str) -> u32 {
         .saturating_add(hash % settings.uid_span.max(1))
 }
 
+/// Every folder a confined child may read: the system folders and the
+/// operator's extras (absolute ones only).
+pub fn read_roots(settings: &Settings) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = SYSTEM_READ_ROOTS.iter().map(PathBuf::from).collect();
+    for extra in &settings.extra_read_roots {
+        if extra.is_absolute() && !roots.contains(extra) {
+            roots.push(extra.clone());
+        }
+    }
+    roots
+}
+
+/// The first read root that would expose one of the server's private paths
+/// (its home, its database) to every child: `(root, private path)`. Paths
+/// must be canonical for the comparison to mean anything.
+pub fn exposed_by(read_roots: &[PathBuf], private: &[PathBuf]) -> Option<(PathBuf, PathBuf)> {
+    read_roots.iter().find_map(|root| {
+        private
+            .iter()
+            .find(|p| p.starts_with(root))
+            .map(|p| (root.clone(), p.clone()))
+    })
+}
+
 /// One child's request: its private folders and network choice.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request<'a> {
@@ -220,12 +244,7 @@ pub fn plan(
         } => (*drop_privileges, *tcp_rules),
         _ => (false, false),
     };
-    let mut read_only: Vec<PathBuf> = SYSTEM_READ_ROOTS.iter().map(PathBuf::from).collect();
-    for extra in &settings.extra_read_roots {
-        if extra.is_absolute() && !read_only.contains(extra) {
-            read_only.push(extra.clone());
-        }
-    }
+    let read_only = read_roots(settings);
     let read_write = vec![
         request.workspace.to_path_buf(),
         request.home.to_path_buf(),

@@ -238,3 +238,38 @@ fn child_path_keeps_only_reachable_entries() {
         assert_eq!(child_path(host, &roots), want, "PATH {host:?}");
     }
 }
+
+#[test]
+fn a_read_root_above_the_home_or_database_is_caught() {
+    let home = PathBuf::from("/opt/demiurge/home");
+    let db = PathBuf::from("/var/lib/db/demiurge.db");
+    let private = [home.clone(), db.clone()];
+    let roots = read_roots(&Settings::default());
+    assert_eq!(
+        exposed_by(&roots, &private),
+        Some((PathBuf::from("/opt"), home.clone()))
+    );
+    let safe = [
+        PathBuf::from("/srv/demiurge"),
+        PathBuf::from("/srv/db.sqlite"),
+    ];
+    assert_eq!(exposed_by(&roots, &safe), None);
+    let wide = Settings {
+        extra_read_roots: vec![PathBuf::from("/srv")],
+        ..Settings::default()
+    };
+    assert_eq!(
+        exposed_by(&read_roots(&wide), &safe),
+        Some((PathBuf::from("/srv"), PathBuf::from("/srv/demiurge")))
+    );
+    let narrow = Settings {
+        extra_read_roots: vec![PathBuf::from("/srv/shared")],
+        ..Settings::default()
+    };
+    assert_eq!(exposed_by(&read_roots(&narrow), &safe), None);
+    assert_eq!(
+        exposed_by(&roots, &[PathBuf::from("/etc/demiurge")]),
+        Some((PathBuf::from("/etc"), PathBuf::from("/etc/demiurge")))
+    );
+    assert_eq!(exposed_by(&roots, &[db]), None);
+}
