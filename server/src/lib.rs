@@ -11,8 +11,11 @@
 //! - [`turn`]: turn execution, model providers and the model/tool loop.
 //! - [`core`]: Agent Cores: manifests, loading, the per-tenant agents tree.
 //! - [`catalog`]: the per-turn resolved tool catalog.
-//! - [`dispatch`]: the one path from a tool call to a result: checks, approvals, redaction.
-//! - [`tools`]: built-in tool adapters.
+//! - [`dispatch`]: the one path from a tool call to a result: checks, every
+//!   approval, the adapter, typed status, redaction. The only caller of approvals.
+//! - [`tools`]: built-in tool adapters, and [`tools::contract`], what every tool is
+//!   to the dispatcher: typed arguments, a pure plan naming its approvals, an
+//!   execute step, and the host services it may use (no adapter imports `dispatch`).
 //! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment.
 //! - [`tasks`]: durable background tasks and their logs.
 //! - [`policy`]: pure decisions: guard, URL policy, capabilities, approval policy, paths.

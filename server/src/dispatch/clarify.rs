@@ -17,12 +17,7 @@ use crate::store::{NewClarification, Store};
 
 const POLL_EVERY: Duration = Duration::from_millis(500);
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    Answered(String),
-    TimedOut,
-    Cancelled,
-}
+pub use crate::tools::contract::Answer;
 
 #[derive(Clone)]
 pub struct Clarifications {

@@ -1,8 +1,10 @@
 //! The one dispatcher. Every tool call, from a model or from
 //! `POST …/tool-calls`, goes: resolve (through the turn's catalog) →
 //! validate arguments against the tool's schema → capability preflight →
-//! approval → adapter → typed status → redaction into the views. Nothing
-//! reaches an adapter any other way.
+//! typed arguments → the tool's plan → every approval it names → (review →
+//! its approvals) → execute → typed status → redaction into the views.
+//! Nothing reaches an adapter any other way, and only this module asks for
+//! approval; the contract the tools implement is [`crate::tools::contract`].
 
 pub mod approvals;
 pub mod clarify;
@@ -10,288 +12,59 @@ pub mod clarify;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
 use crate::events::EventLog;
-use crate::policy::approval_policy::{higher_risk, request_policy, Policy, Risk};
+use crate::policy::approval_policy::{higher_risk, request_policy, Policy};
 use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{argument_preview, SecretRedactor, View};
+use crate::tools::clarify as tools_clarify;
+use crate::tools::contract::{parse_args, Approval, Gate, Host, Plan, TaskJob, Tool, ToolEnv};
+use crate::tools::{files, history, search, skills, terminal, todo};
 use approvals::{ApprovalRequest, ApprovalScope, Approvals, Verdict};
-use clarify::{Answer, Clarifications};
+use clarify::Clarifications;
 
-/// The typed outcome of a tool call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    Succeeded,
-    Denied,
-    Invalid,
-    NotFound,
-    Failed,
-    TimedOut,
-    Cancelled,
-    Indeterminate,
-}
+pub use crate::tools::contract::{CallContext, ToolOutcome, ToolStatus, Walls};
 
-impl ToolStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolStatus::Succeeded => "succeeded",
-            ToolStatus::Denied => "denied",
-            ToolStatus::Invalid => "invalid",
-            ToolStatus::NotFound => "not_found",
-            ToolStatus::Failed => "failed",
-            ToolStatus::TimedOut => "timed_out",
-            ToolStatus::Cancelled => "cancelled",
-            ToolStatus::Indeterminate => "indeterminate",
-        }
-    }
-}
-
-/// Raw adapter result: internal execution data, never shown before redaction.
-#[derive(Debug, Clone)]
-pub struct ToolOutcome {
-    pub status: ToolStatus,
-    /// What the model sees by default (text, or JSON for structured tools).
-    pub content: Value,
-    /// Structured metadata for operators.
-    pub data: Value,
-}
-
-impl ToolOutcome {
-    pub fn ok_text(text: impl Into<String>, data: Value) -> Self {
-        Self {
-            status: ToolStatus::Succeeded,
-            content: Value::String(text.into()),
-            data,
-        }
-    }
-
-    pub fn ok_json(content: Value) -> Self {
-        Self {
-            status: ToolStatus::Succeeded,
-            content,
-            data: Value::Null,
-        }
-    }
-
-    pub fn error(status: ToolStatus, message: impl Into<String>) -> Self {
-        let message = message.into();
-        Self {
-            status,
-            data: json!({"error": message}),
-            content: Value::String(message),
-        }
-    }
-}
-
-/// Everything a call may rely on, built by the host for one turn.
-#[derive(Clone)]
-pub struct CallContext {
-    pub scope: PrincipalScope,
-    pub session_id: String,
-    pub turn_id: String,
-    /// The session's workspace folder (canonical).
-    pub workspace: PathBuf,
-    /// Private per-session runtime state (todo list, …).
-    pub state_dir: PathBuf,
-    /// Identity of the core's effective configuration; approvals cached for
-    /// the session die when it changes.
-    pub core_fingerprint: String,
-    /// The core's skills: (id, absolute path of the markdown file).
-    pub skills: Arc<Vec<(String, PathBuf)>>,
-    pub cancel: CancellationToken,
-}
-
-/// What an adapter sees: its call context, its catalog entry and the host.
-pub struct ToolEnv<'a> {
-    pub ctx: &'a CallContext,
-    pub call_id: &'a str,
-    pub entry: &'a ResolvedEntry,
-    pub catalog: &'a ResolvedCatalog,
-    /// The call's raw arguments: their secrets seed every redaction of work
-    /// the call leaves behind (background tasks).
-    args: &'a Value,
-    host: &'a Dispatcher,
-}
-
-impl ToolEnv<'_> {
-    pub fn workspace(&self) -> &Path {
-        &self.ctx.workspace
-    }
-
-    pub fn session_state_dir(&self) -> PathBuf {
-        self.ctx.state_dir.clone()
-    }
-
-    /// Resolve an approval for this call. `None` means go ahead; `Some` is
-    /// the denial to return. The request's policy is the stricter of the
-    /// handler's baseline and the entry's effective policy; its risk never
-    /// drops below the entry's.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn approve(
-        &self,
-        baseline: Policy,
-        risk: Risk,
-        action: &str,
-        target: &str,
-        reason: String,
-        preview: Value,
-        session_cacheable: bool,
-    ) -> Option<ToolOutcome> {
-        let name = self.entry.name.as_str();
-        let policy = request_policy(baseline, self.entry.policy);
-        let risk = higher_risk(risk, self.entry.risk);
-        match policy {
-            Policy::Auto => return None,
-            Policy::Deny => {
-                return Some(ToolOutcome::error(
-                    ToolStatus::Denied,
-                    format!("approval policy denies {name}"),
-                ))
-            }
-            Policy::Prompt => {}
-        }
-        let cap = self.entry.capability.as_deref().unwrap_or("none");
-        let req = ApprovalRequest {
-            tool: name.to_owned(),
-            risk: risk.as_str(),
-            rule: format!("{name}:{cap}:{action}:{target}"),
-            reason: if reason.is_empty() {
-                format!("{name} {action}")
-            } else {
-                reason
-            },
-            preview,
-            session_cacheable,
-        };
-        let scope = ApprovalScope {
-            scope: &self.ctx.scope,
-            session_id: &self.ctx.session_id,
-            turn_id: &self.ctx.turn_id,
-            core_fingerprint: &self.ctx.core_fingerprint,
-        };
-        match self
-            .host
-            .approvals
-            .request(&scope, req, &self.ctx.cancel)
-            .await
-        {
-            Ok(Verdict::Allowed(_)) => None,
-            Ok(Verdict::Denied("cancelled")) => Some(ToolOutcome::error(
-                ToolStatus::Cancelled,
-                "the turn was cancelled while waiting for approval",
-            )),
-            Ok(Verdict::Denied(why)) => Some(ToolOutcome::error(
-                ToolStatus::Denied,
-                format!("approval denied ({why})"),
-            )),
-            Err(e) => {
-                tracing::error!(error = %e, "approval request failed");
-                Some(ToolOutcome::error(
-                    ToolStatus::Denied,
-                    "approval could not be requested",
-                ))
-            }
-        }
-    }
-
-    /// Start a durable background task owned by this call's principal and
-    /// session. Its summary, log and result are redacted like a foreground
-    /// result, knowing the secrets of this call's arguments.
-    pub async fn start_task<F, Fut>(
-        &self,
+impl Host for Dispatcher {
+    fn start_task<'a>(
+        &'a self,
+        call: &'a ToolEnv<'a>,
         kind: &'static str,
         summary: String,
-        job: F,
-    ) -> Result<String, crate::tasks::StartError>
-    where
-        F: FnOnce(crate::tasks::TaskHandle) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = crate::tasks::TaskOutcome> + Send + 'static,
-    {
+        job: TaskJob,
+    ) -> BoxFuture<'a, Result<String, crate::tasks::StartError>> {
         let mut known = SecretRedactor::new();
-        known.discover_json(self.args);
-        self.host
-            .tasks
-            .start(
-                &self.ctx.scope,
-                &self.ctx.session_id,
-                kind,
-                summary,
-                known,
-                job,
-            )
-            .await
+        known.discover_json(call.args);
+        Box::pin(self.tasks.start(
+            &call.ctx.scope,
+            &call.ctx.session_id,
+            kind,
+            summary,
+            known,
+            job,
+        ))
     }
 
-    /// Why a background task of this principal would be refused now, if it would.
-    pub fn background_over_cap(&self) -> Option<String> {
-        self.host.tasks.over_cap(&self.ctx.scope)
+    fn background_over_cap(&self, scope: &PrincipalScope) -> Option<String> {
+        self.tasks.over_cap(scope)
     }
 
-    /// The host's storage quota (artifacts and task logs).
-    pub fn storage_quota(&self) -> &crate::exec::StorageQuota {
-        &self.host.walls.quota
-    }
-
-    /// Owner-scoped history of one of this principal's sessions.
-    pub async fn search_history(
-        &self,
-        session_id: &str,
-        needle: &str,
-        limit: u32,
-    ) -> crate::error::Result<Vec<crate::store::MessageHit>> {
-        let scope = &self.ctx.scope;
-        Ok(self
-            .host
-            .store
-            .search_messages(
-                scope.tenant(),
-                scope.principal(),
-                Some(session_id),
-                needle,
-                limit,
-            )
-            .await?)
-    }
-
-    /// The host's home folder (runtime state, artifacts).
-    pub fn home(&self) -> &Path {
-        &self.host.home
-    }
-
-    /// The walls this call's effects stay inside.
-    pub fn walls(&self) -> &Walls {
-        &self.host.walls
-    }
-
-    /// Who owns what the server writes into this call's workspace: the
-    /// tenant's sandbox uid on a root server, so its confined commands can
-    /// change it too; `None` keeps the server's user.
-    pub fn sandbox_owner(&self) -> Option<(u32, u32)> {
-        self.host
-            .walls
-            .sandbox
-            .workspace_owner(self.ctx.scope.tenant().as_str())
-    }
-
-    /// Best-effort live output of this call as `tool.output` events. Chunks
-    /// must already be free of bound secrets; they are redacted again here,
-    /// line by line (a token split across reads is seen whole), knowing the
-    /// secrets of the call's arguments.
-    pub fn output_sink(&self) -> tokio::sync::mpsc::Sender<(&'static str, String)> {
+    /// Chunks must already be free of bound secrets; they are redacted again
+    /// here, line by line (a token split across reads is seen whole),
+    /// knowing the secrets of the call's arguments.
+    fn output_sink(&self, call: &ToolEnv<'_>) -> tokio::sync::mpsc::Sender<(&'static str, String)> {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<(&'static str, String)>(OUTPUT_QUEUE);
         let mut known = SecretRedactor::new();
-        known.discover_json(self.args);
+        known.discover_json(call.args);
         let live = LiveOutput {
-            events: self.host.events.clone(),
-            session_id: self.ctx.session_id.clone(),
-            turn_id: self.ctx.turn_id.clone(),
-            call_id: self.call_id.to_owned(),
+            events: self.events.clone(),
+            session_id: call.ctx.session_id.clone(),
+            turn_id: call.ctx.turn_id.clone(),
+            call_id: call.call_id.to_owned(),
             sent: 0,
         };
         tokio::spawn(async move {
@@ -320,22 +93,41 @@ impl ToolEnv<'_> {
         tx
     }
 
-    pub async fn clarify(
-        &self,
-        question: &str,
-        choices: &[String],
-    ) -> crate::error::Result<Answer> {
-        self.host
-            .clarifications
-            .ask(
-                &self.ctx.scope,
-                &self.ctx.session_id,
-                &self.ctx.turn_id,
-                question,
-                choices,
-                &self.ctx.cancel,
-            )
-            .await
+    fn search_history<'a>(
+        &'a self,
+        scope: &'a PrincipalScope,
+        session_id: &'a str,
+        needle: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::MessageHit>>> {
+        Box::pin(async move {
+            Ok(self
+                .store
+                .search_messages(
+                    scope.tenant(),
+                    scope.principal(),
+                    Some(session_id),
+                    needle,
+                    limit,
+                )
+                .await?)
+        })
+    }
+
+    fn clarify<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        question: &'a str,
+        choices: &'a [String],
+    ) -> BoxFuture<'a, crate::error::Result<crate::tools::contract::Answer>> {
+        Box::pin(self.clarifications.ask(
+            &ctx.scope,
+            &ctx.session_id,
+            &ctx.turn_id,
+            question,
+            choices,
+            &ctx.cancel,
+        ))
     }
 }
 
@@ -378,16 +170,6 @@ impl LiveOutput {
     }
 }
 
-/// Tools whose adapters resolve approval themselves (they know the target).
-const HANDLER_APPROVAL: &[&str] = &[
-    "session_search",
-    "read_file",
-    "write_file",
-    "patch",
-    "search_files",
-    "terminal",
-];
-
 /// Characters of live output streamed per call as `tool.output` events.
 const LIVE_OUTPUT_CHARS: usize = 64 * 1024;
 
@@ -407,18 +189,6 @@ pub struct Dispatcher {
     store: crate::store::Store,
     home: PathBuf,
     walls: Arc<Walls>,
-}
-
-/// The walls every effect of a tenant stays inside: the child-process
-/// sandbox, the file tools' reach and the terminal's network.
-#[derive(Debug)]
-pub struct Walls {
-    pub sandbox: crate::exec::sandbox::Sandbox,
-    pub files: crate::policy::file_walls::FileWalls,
-    /// `--terminal-network`: `false` cuts the network of terminal commands.
-    pub terminal_network: bool,
-    /// Bytes of command output (artifacts, task logs) per command and tenant.
-    pub quota: Arc<crate::exec::StorageQuota>,
 }
 
 /// What the turn loop gets back: the model view of the result.
@@ -488,29 +258,144 @@ impl Dispatcher {
             entry,
             catalog,
             args,
+            walls: &self.walls,
+            home: &self.home,
             host: self,
         };
-        if !HANDLER_APPROVAL.contains(&name) && entry.policy != Policy::Auto {
-            let preview = argument_preview(args, PREVIEW_CHARS);
-            if let Some(denied) = env
-                .approve(
-                    Policy::Auto,
-                    entry.risk,
-                    "call",
-                    "",
-                    format!("call {name}"),
-                    preview,
-                    true,
-                )
-                .await
-            {
-                return denied;
-            }
+        match name {
+            "read_file" => self.drive::<files::ReadFile>(&env).await,
+            "write_file" => self.drive::<files::WriteFile>(&env).await,
+            "patch" => self.drive::<files::Patch>(&env).await,
+            "search_files" => self.drive::<search::SearchFiles>(&env).await,
+            "terminal" => self.drive::<terminal::Terminal>(&env).await,
+            "todo" => self.drive::<todo::Todo>(&env).await,
+            "session_search" => self.drive::<history::SessionSearch>(&env).await,
+            "skills_list" => self.drive::<skills::SkillsList>(&env).await,
+            "skill_view" => self.drive::<skills::SkillView>(&env).await,
+            "clarify" => self.drive::<tools_clarify::Clarify>(&env).await,
+            "tools_list" => self.drive::<crate::tools::ToolsList>(&env).await,
+            other => ToolOutcome::error(
+                ToolStatus::NotFound,
+                format!("tool not found or not allowed: {other}"),
+            ),
         }
-        if ctx.cancel.is_cancelled() {
+    }
+
+    /// One call of tool `T`: typed arguments, plan, its gate, review, its
+    /// gate, execute. The only place a tool's effect is reached.
+    async fn drive<T: Tool>(&self, env: &ToolEnv<'_>) -> ToolOutcome {
+        if env.ctx.cancel.is_cancelled() {
             return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled");
         }
-        crate::tools::run_builtin(&env, name, args).await
+        let args = match parse_args::<T::Args>(&env.entry.name, env.args) {
+            Ok(a) => a,
+            Err(invalid) => return invalid,
+        };
+        let prepared = match T::plan(env, args) {
+            Plan::Done(outcome) => return outcome,
+            Plan::Run { gate, prepared } => {
+                if let Some(refused) = self.pass(env, gate).await {
+                    return refused;
+                }
+                prepared
+            }
+        };
+        let prepared = match T::review(env, prepared).await {
+            Plan::Done(outcome) => return outcome,
+            Plan::Run { gate, prepared } => {
+                if let Some(refused) = self.pass(env, gate).await {
+                    return refused;
+                }
+                prepared
+            }
+        };
+        if env.ctx.cancel.is_cancelled() {
+            return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled");
+        }
+        T::execute(env, prepared).await
+    }
+
+    /// Pass a gate: `None` means go ahead; `Some` is the refusal to return.
+    async fn pass(&self, env: &ToolEnv<'_>, gate: Gate) -> Option<ToolOutcome> {
+        let entry = env.entry;
+        match gate {
+            Gate::PerCall if entry.policy == Policy::Auto => None,
+            Gate::PerCall => {
+                let approval = Approval {
+                    baseline: Policy::Auto,
+                    risk: entry.risk,
+                    action: "call".into(),
+                    target: String::new(),
+                    reason: format!("call {}", entry.name),
+                    preview: argument_preview(env.args, PREVIEW_CHARS),
+                    session_cacheable: true,
+                };
+                self.ask(env, approval).await
+            }
+            Gate::UnlessDenied if entry.policy == Policy::Deny => Some(policy_denies(entry)),
+            Gate::UnlessDenied => None,
+            Gate::Ask(approvals) => {
+                for approval in approvals {
+                    if let Some(refused) = self.ask(env, approval).await {
+                        return Some(refused);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Resolve one approval. The request's policy is the stricter of the
+    /// tool's baseline and the entry's effective policy; its risk never
+    /// drops below the entry's.
+    async fn ask(&self, env: &ToolEnv<'_>, approval: Approval) -> Option<ToolOutcome> {
+        let entry = env.entry;
+        let name = entry.name.as_str();
+        let policy = request_policy(approval.baseline, entry.policy);
+        let risk = higher_risk(approval.risk, entry.risk);
+        match policy {
+            Policy::Auto => return None,
+            Policy::Deny => return Some(policy_denies(entry)),
+            Policy::Prompt => {}
+        }
+        let cap = entry.capability.as_deref().unwrap_or("none");
+        let req = ApprovalRequest {
+            tool: name.to_owned(),
+            risk: risk.as_str(),
+            rule: format!("{name}:{cap}:{}:{}", approval.action, approval.target),
+            reason: if approval.reason.is_empty() {
+                format!("{name} {}", approval.action)
+            } else {
+                approval.reason
+            },
+            preview: approval.preview,
+            session_cacheable: approval.session_cacheable,
+        };
+        let ctx = env.ctx;
+        let scope = ApprovalScope {
+            scope: &ctx.scope,
+            session_id: &ctx.session_id,
+            turn_id: &ctx.turn_id,
+            core_fingerprint: &ctx.core_fingerprint,
+        };
+        match self.approvals.request(&scope, req, &ctx.cancel).await {
+            Ok(Verdict::Allowed(_)) => None,
+            Ok(Verdict::Denied("cancelled")) => Some(ToolOutcome::error(
+                ToolStatus::Cancelled,
+                "the turn was cancelled while waiting for approval",
+            )),
+            Ok(Verdict::Denied(why)) => Some(ToolOutcome::error(
+                ToolStatus::Denied,
+                format!("approval denied ({why})"),
+            )),
+            Err(e) => {
+                tracing::error!(error = %e, "approval request failed");
+                Some(ToolOutcome::error(
+                    ToolStatus::Denied,
+                    "approval could not be requested",
+                ))
+            }
+        }
     }
 
     /// Dispatch with the `tool.call` / `tool.result` events, redacted: the
@@ -574,4 +459,12 @@ impl Dispatcher {
             model_content,
         })
     }
+}
+
+/// The refusal of an entry whose effective policy is `deny`.
+fn policy_denies(entry: &ResolvedEntry) -> ToolOutcome {
+    ToolOutcome::error(
+        ToolStatus::Denied,
+        format!("approval policy denies {}", entry.name),
+    )
 }

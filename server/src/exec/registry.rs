@@ -54,12 +54,13 @@ impl ProcessRegistry {
         let result = crate::bootstrap::private_dir(&self.dir)
             .map_err(|e| e.to_string())
             .and_then(|()| serde_json::to_vec(&stored).map_err(|e| e.to_string()))
-            .and_then(|body| std::fs::write(&path, body).map_err(|e| e.to_string()));
+            .and_then(|body| write_whole(&self.dir, &path, &body).map_err(|e| e.to_string()));
         if let Err(e) = result {
             tracing::warn!(error = %e, spawn_id = %r.spawn_id, "could not record a running process");
         }
     }
 
+    /// Removes the record of a run that ended.
     pub fn finished(&self, spawn_id: &str) {
         if let Some(path) = self.path(spawn_id) {
             let _ = std::fs::remove_file(path);
@@ -101,5 +102,59 @@ impl ProcessRegistry {
             let _ = std::fs::remove_file(f);
         }
         ended
+    }
+}
+
+/// Write `body` to `path` (in `dir`) so that a reader, or the reaper after a
+/// crash, sees either no record or the whole one: written beside `dir`
+/// first, then renamed into it.
+fn write_whole(dir: &Path, path: &Path, body: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let partial = dir.with_file_name(format!(".processes.{name}.partial"));
+    std::fs::write(&partial, body)?;
+    std::fs::rename(&partial, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&partial);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_appear_whole_and_leave_nothing_behind() {
+        let home = tempfile::tempdir().unwrap();
+        let registry = ProcessRegistry::new(home.path());
+        let record = ProcessRecord {
+            spawn_id: "proc_abc".into(),
+            pid: 1,
+            pgid: 1,
+            start_marker: 7,
+        };
+        registry.started(&record);
+        let runtime = home.path().join("runtime");
+        let names: Vec<String> = std::fs::read_dir(&runtime)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["processes".to_owned()], "no partial file left");
+        let stored: Stored = serde_json::from_slice(
+            &std::fs::read(runtime.join("processes/proc_abc.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!((stored.pgid, stored.start_marker), (1, 7));
+        registry.finished("proc_abc");
+        assert_eq!(
+            std::fs::read_dir(runtime.join("processes"))
+                .unwrap()
+                .count(),
+            0
+        );
+        // Ids that are not host-issued never become paths.
+        registry.started(&ProcessRecord {
+            spawn_id: "../x".into(),
+            ..record
+        });
+        assert!(!runtime.join("x.json").exists());
     }
 }

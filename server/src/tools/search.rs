@@ -4,15 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::json;
 
 use super::beneath;
-use super::files::{approve_read, path_error, shown};
-use super::{arg_bool, arg_i64, arg_str};
-use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
+use super::contract::{lenient_int, Approval, Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
+use super::files::{path_error, read_approval, shown};
 use crate::policy::approval_policy::{Policy, Risk};
 use crate::policy::file_walls::FileWalls;
-use crate::policy::workspace::{self, Access, Sensitivity};
+use crate::policy::workspace::{self, Access, Resolved, Sensitivity};
 
 const DEFAULT_RESULTS: i64 = 50;
 const MAX_RESULTS: i64 = 200;
@@ -100,7 +100,8 @@ fn glob_item(p: &[char], i: usize, c: char) -> (bool, usize) {
     }
 }
 
-struct Walk {
+#[derive(Debug)]
+pub struct Walk {
     files: Vec<(PathBuf, bool)>,
     saw_sensitive: bool,
 }
@@ -177,161 +178,287 @@ fn walk(ws: &Path, root: &Path, include_sensitive: bool, walls: &FileWalls) -> W
     out
 }
 
-pub async fn search_files(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
-    let target = arg_str(args, "target").unwrap_or("content").to_owned();
-    if !["content", "name", "both"].contains(&target.as_str()) {
-        return ToolOutcome::error(
-            ToolStatus::Invalid,
-            format!("target must be content, name or both, not {target:?}"),
-        );
-    }
-    let query = arg_str(args, "query").unwrap_or_default().to_owned();
-    if query.is_empty() && target != "name" {
-        return ToolOutcome::error(ToolStatus::Invalid, "query is required for content search");
-    }
-    let pattern = arg_str(args, "pattern").unwrap_or("*").to_owned();
-    let case_sensitive = arg_bool(args, "case_sensitive").unwrap_or(true);
-    let include_sensitive = arg_bool(args, "include_sensitive").unwrap_or(false);
-    let max = match arg_i64(args, "max_results") {
-        Some(n) if n > 0 => n.min(MAX_RESULTS),
-        _ => DEFAULT_RESULTS,
-    } as usize;
-    let raw = arg_str(args, "path").unwrap_or(".");
-    let r = match workspace::resolve(env.workspace(), raw, Access::Read) {
-        Ok(r) => r,
-        Err(e) => return path_error(e),
-    };
-    if let Some(denied) = approve_read(env, &r).await {
-        return denied;
-    }
-    if !r.exists {
-        return ToolOutcome::error(
-            ToolStatus::Failed,
-            format!("path does not exist: {}", shown(&r)),
-        );
-    }
-    let ws = env.workspace().to_path_buf();
-    let root = r.abs.clone();
-    let base = if r.inside { ws.clone() } else { root.clone() };
-    let anchor = if r.inside {
-        ws.canonicalize().unwrap_or_else(|_| ws.clone())
-    } else {
-        match env.walls().files.read_root_for(&r.abs) {
-            Some(read_root) => read_root.to_path_buf(),
-            None => return ToolOutcome::error(ToolStatus::Denied, "outside every read root"),
+/// `search_files`.
+pub struct SearchFiles;
+
+#[derive(Debug, Deserialize)]
+pub struct SearchArgs {
+    #[serde(default)]
+    pub query: Option<String>,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default)]
+    pub pattern: Option<String>,
+    #[serde(default)]
+    pub case_sensitive: Option<bool>,
+    #[serde(default, deserialize_with = "lenient_int")]
+    pub max_results: Option<i64>,
+    #[serde(default)]
+    pub include_sensitive: Option<bool>,
+}
+
+/// A search, resolved; the walk is filled in by the review.
+#[derive(Debug)]
+pub struct PlannedSearch {
+    pub root: Resolved,
+    pub target: String,
+    pub query: String,
+    pub pattern: String,
+    pub case_sensitive: bool,
+    pub include_sensitive: bool,
+    pub max: usize,
+    pub walked: Option<Walk>,
+}
+
+impl Tool for SearchFiles {
+    type Args = SearchArgs;
+    type Prepared = PlannedSearch;
+
+    fn plan(env: &ToolEnv<'_>, args: SearchArgs) -> Plan<PlannedSearch> {
+        let target = args.target.unwrap_or_else(|| "content".to_owned());
+        if !["content", "name", "both"].contains(&target.as_str()) {
+            return Plan::Done(ToolOutcome::error(
+                ToolStatus::Invalid,
+                format!("target must be content, name or both, not {target:?}"),
+            ));
         }
-    };
-    let walked = if root.is_file() {
-        Walk {
-            files: vec![(root.clone(), false)],
-            saw_sensitive: false,
+        let query = args.query.unwrap_or_default();
+        if query.is_empty() && target != "name" {
+            return Plan::Done(ToolOutcome::error(
+                ToolStatus::Invalid,
+                "query is required for content search",
+            ));
         }
-    } else {
-        let ws2 = ws.canonicalize().unwrap_or_else(|_| ws.clone());
-        let root2 = root.clone();
-        let walls = env.walls().files.clone();
-        match tokio::task::spawn_blocking(move || walk(&ws2, &root2, include_sensitive, &walls))
-            .await
-        {
-            Ok(w) => w,
-            Err(_) => return ToolOutcome::error(ToolStatus::Failed, "search failed"),
-        }
-    };
-    if include_sensitive && walked.saw_sensitive {
-        let preview = json!({"path": shown(&r), "include_sensitive": true});
-        let why = "search includes sensitive files".to_owned();
-        if let Some(denied) = env
-            .approve(
-                Policy::Prompt,
-                Risk::High,
-                "search_sensitive",
-                &shown(&r),
-                why,
-                preview,
-                true,
-            )
-            .await
-        {
-            return denied;
-        }
+        let max = match args.max_results {
+            Some(n) if n > 0 => n.min(MAX_RESULTS),
+            _ => DEFAULT_RESULTS,
+        } as usize;
+        let raw = args.path.as_deref().unwrap_or(".");
+        let r = match workspace::resolve(env.workspace(), raw, Access::Read) {
+            Ok(r) => r,
+            Err(e) => return Plan::Done(path_error(e)),
+        };
+        let approval = match read_approval(&env.walls.files, &r) {
+            Ok(a) => a,
+            Err(denied) => return Plan::Done(denied),
+        };
+        Plan::run(
+            Gate::one(approval),
+            PlannedSearch {
+                root: r,
+                target,
+                query,
+                pattern: args.pattern.unwrap_or_else(|| "*".to_owned()),
+                case_sensitive: args.case_sensitive.unwrap_or(true),
+                include_sensitive: args.include_sensitive.unwrap_or(false),
+                max,
+                walked: None,
+            },
+        )
     }
-    let needle = if case_sensitive {
-        query.clone()
-    } else {
-        query.to_lowercase()
-    };
-    let result = tokio::task::spawn_blocking(move || {
-        let mut lines = Vec::new();
-        let mut matches = Vec::new();
-        'files: for (path, is_dir) in walked.files {
-            let rel = path
-                .strip_prefix(&base)
-                .unwrap_or(&path)
-                .display()
-                .to_string();
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if !(fnmatch(&pattern, &rel) || fnmatch(&pattern, &name)) {
-                continue;
+
+    /// Walks the tree (read-only); a search that would include sensitive
+    /// files it met asks a second approval.
+    async fn review(env: &ToolEnv<'_>, mut p: PlannedSearch) -> Plan<PlannedSearch> {
+        let r = &p.root;
+        if !r.exists {
+            return Plan::Done(ToolOutcome::error(
+                ToolStatus::Failed,
+                format!("path does not exist: {}", shown(r)),
+            ));
+        }
+        let ws = env.workspace().to_path_buf();
+        let root = r.abs.clone();
+        let walked = if root.is_file() {
+            Walk {
+                files: vec![(root.clone(), false)],
+                saw_sensitive: false,
             }
-            if target != "content" && (query.is_empty() || rel.contains(&query)) {
-                lines.push(rel.clone());
-                matches.push(json!({"type": "name", "path": rel, "is_dir": is_dir}));
-                if matches.len() >= max {
-                    break;
+        } else {
+            let ws2 = ws.canonicalize().unwrap_or_else(|_| ws.clone());
+            let walls = env.walls.files.clone();
+            let include_sensitive = p.include_sensitive;
+            match tokio::task::spawn_blocking(move || walk(&ws2, &root, include_sensitive, &walls))
+                .await
+            {
+                Ok(w) => w,
+                Err(_) => {
+                    return Plan::Done(ToolOutcome::error(ToolStatus::Failed, "search failed"))
                 }
             }
-            if target == "name" || is_dir {
-                continue;
+        };
+        let gate = if p.include_sensitive && walked.saw_sensitive {
+            Gate::one(sensitive_approval(r))
+        } else {
+            Gate::none()
+        };
+        p.walked = Some(walked);
+        Plan::run(gate, p)
+    }
+
+    async fn execute(env: &ToolEnv<'_>, p: PlannedSearch) -> ToolOutcome {
+        let Some(walked) = p.walked else {
+            return ToolOutcome::error(ToolStatus::Failed, "search failed");
+        };
+        let base = if p.root.inside {
+            env.workspace().to_path_buf()
+        } else {
+            p.root.abs.clone()
+        };
+        // Contents are opened beneath this anchor: a folder swapped for a
+        // link out since the walk is refused by the kernel, not followed.
+        let anchor = if p.root.inside {
+            let ws = env.workspace();
+            ws.canonicalize().unwrap_or_else(|_| ws.to_path_buf())
+        } else {
+            match env.walls.files.read_root_for(&p.root.abs) {
+                Some(read_root) => read_root.to_path_buf(),
+                None => return ToolOutcome::error(ToolStatus::Denied, "outside every read root"),
             }
-            // Opened beneath the search's anchor: a folder swapped for a link
-            // out since the walk is refused by the kernel, not followed.
-            let Ok(bytes) = beneath::read_prefix(&anchor, &path, SCAN_BYTES) else {
-                continue;
-            };
-            if bytes.contains(&0) {
-                continue; // binary
-            }
-            let text = String::from_utf8_lossy(&bytes);
-            let text: String = text.chars().take(SCAN_CHARS).collect();
-            for (i, line) in text.lines().enumerate() {
-                let hay = if case_sensitive {
-                    line.to_owned()
-                } else {
-                    line.to_lowercase()
-                };
-                if hay.contains(&needle) {
-                    let shown_line: String = line.chars().take(LINE_CHARS).collect();
-                    lines.push(format!("{rel}:{}: {shown_line}", i + 1));
-                    matches.push(
-                        json!({"type": "content", "path": rel, "line": i + 1, "text": shown_line}),
-                    );
+        };
+        let PlannedSearch {
+            target,
+            query,
+            pattern,
+            case_sensitive,
+            max,
+            ..
+        } = p;
+        let needle = if case_sensitive {
+            query.clone()
+        } else {
+            query.to_lowercase()
+        };
+        let result = tokio::task::spawn_blocking(move || {
+            let mut lines = Vec::new();
+            let mut matches = Vec::new();
+            'files: for (path, is_dir) in walked.files {
+                let rel = path
+                    .strip_prefix(&base)
+                    .unwrap_or(&path)
+                    .display()
+                    .to_string();
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                if !(fnmatch(&pattern, &rel) || fnmatch(&pattern, &name)) {
+                    continue;
+                }
+                if target != "content" && (query.is_empty() || rel.contains(&query)) {
+                    lines.push(rel.clone());
+                    matches.push(json!({"type": "name", "path": rel, "is_dir": is_dir}));
                     if matches.len() >= max {
-                        break 'files;
+                        break;
+                    }
+                }
+                if target == "name" || is_dir {
+                    continue;
+                }
+                let Ok(bytes) = beneath::read_prefix(&anchor, &path, SCAN_BYTES) else {
+                    continue;
+                };
+                if bytes.contains(&0) {
+                    continue; // binary
+                }
+                let text = String::from_utf8_lossy(&bytes);
+                let text: String = text.chars().take(SCAN_CHARS).collect();
+                for (i, line) in text.lines().enumerate() {
+                    let hay = if case_sensitive {
+                        line.to_owned()
+                    } else {
+                        line.to_lowercase()
+                    };
+                    if hay.contains(&needle) {
+                        let shown_line: String = line.chars().take(LINE_CHARS).collect();
+                        lines.push(format!("{rel}:{}: {shown_line}", i + 1));
+                        matches.push(
+                            json!({"type": "content", "path": rel, "line": i + 1, "text": shown_line}),
+                        );
+                        if matches.len() >= max {
+                            break 'files;
+                        }
                     }
                 }
             }
-        }
-        (lines, matches)
-    })
-    .await;
-    let Ok((lines, matches)) = result else {
-        return ToolOutcome::error(ToolStatus::Failed, "search failed");
-    };
-    let truncated = matches.len() >= max;
-    let content = if lines.is_empty() {
-        "(no matches)".to_owned()
-    } else {
-        lines.join("\n")
-    };
-    ToolOutcome::ok_text(content, json!({"matches": matches, "truncated": truncated}))
+            (lines, matches)
+        })
+        .await;
+        let Ok((lines, matches)) = result else {
+            return ToolOutcome::error(ToolStatus::Failed, "search failed");
+        };
+        let truncated = matches.len() >= max;
+        let content = if lines.is_empty() {
+            "(no matches)".to_owned()
+        } else {
+            lines.join("\n")
+        };
+        ToolOutcome::ok_text(content, json!({"matches": matches, "truncated": truncated}))
+    }
+}
+
+/// The second approval of a search that meets sensitive files.
+fn sensitive_approval(r: &Resolved) -> Approval {
+    Approval {
+        baseline: Policy::Prompt,
+        risk: Risk::High,
+        action: "search_sensitive".into(),
+        target: shown(r),
+        reason: "search includes sensitive files".into(),
+        preview: json!({"path": shown(r), "include_sensitive": true}),
+        session_cacheable: true,
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::fnmatch;
+    use serde_json::json;
+
+    use super::{fnmatch, SearchFiles};
+    use crate::policy::approval_policy::Risk;
+    use crate::tools::contract::testing::{fixture, plan};
+    use crate::tools::contract::{Gate, Plan, Tool, ToolStatus};
+
+    #[tokio::test]
+    async fn sensitive_files_met_on_the_walk_ask_a_second_approval() {
+        let f = fixture(&[]);
+        std::fs::write(f.workspace().join(".env"), "K=v").unwrap();
+        std::fs::write(f.workspace().join("a.txt"), "K").unwrap();
+        let o = plan::<SearchFiles>(&f, "search_files", json!({"target": "x"})).unwrap_err();
+        assert_eq!(o.status, ToolStatus::Invalid);
+        let o = plan::<SearchFiles>(&f, "search_files", json!({})).unwrap_err();
+        assert_eq!(
+            o.status,
+            ToolStatus::Invalid,
+            "content search needs a query"
+        );
+        for (include, asks) in [(false, false), (true, true)] {
+            let args = json!({"query": "K", "include_sensitive": include});
+            let (gate, p) = plan::<SearchFiles>(&f, "search_files", args.clone()).unwrap();
+            let Gate::Ask(first) = gate else {
+                panic!("{gate:?}")
+            };
+            assert_eq!(first[0].action, "read");
+            let env = f.env("search_files", &args);
+            let Plan::Run { gate, prepared } = SearchFiles::review(&env, p).await else {
+                panic!("the review ended the call")
+            };
+            assert!(prepared.walked.as_ref().unwrap().saw_sensitive);
+            match gate {
+                Gate::Ask(list) if asks => {
+                    assert_eq!(list.len(), 1);
+                    assert_eq!(
+                        (list[0].action.as_str(), list[0].risk),
+                        ("search_sensitive", Risk::High)
+                    );
+                }
+                Gate::Ask(list) => assert!(list.is_empty()),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn fnmatch_cases() {

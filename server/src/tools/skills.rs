@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::arg_str;
-use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
+use super::contract::{Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
 
 const LINKED_DIRS: &[&str] = &["references", "templates", "scripts", "assets"];
 /// Largest skill file shown.
@@ -108,11 +108,77 @@ fn category(s: &Skill) -> String {
     s.meta.category.clone().unwrap_or_else(|| "general".into())
 }
 
-pub async fn skills_list(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
-    let wanted = arg_str(args, "category")
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .map(str::to_owned);
+/// `skills_list`.
+pub struct SkillsList;
+
+#[derive(Debug, Deserialize)]
+pub struct ListArgs {
+    #[serde(default)]
+    pub category: Option<String>,
+}
+
+impl Tool for SkillsList {
+    type Args = ListArgs;
+    /// The wanted category, if any.
+    type Prepared = Option<String>;
+
+    fn plan(_: &ToolEnv<'_>, args: ListArgs) -> Plan<Option<String>> {
+        let wanted = args
+            .category
+            .as_deref()
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned);
+        Plan::run(Gate::PerCall, wanted)
+    }
+
+    async fn execute(env: &ToolEnv<'_>, wanted: Option<String>) -> ToolOutcome {
+        skills_list(env, wanted).await
+    }
+}
+
+/// `skill_view`.
+pub struct SkillView;
+
+#[derive(Debug, Deserialize)]
+pub struct ViewArgs {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub file_path: Option<String>,
+}
+
+/// The skill (id or name) and, optionally, one of its linked files.
+#[derive(Debug)]
+pub struct Wanted {
+    pub name: String,
+    pub file_path: Option<String>,
+}
+
+impl Tool for SkillView {
+    type Args = ViewArgs;
+    type Prepared = Wanted;
+
+    fn plan(_: &ToolEnv<'_>, args: ViewArgs) -> Plan<Wanted> {
+        let name = args.name.trim().to_owned();
+        if name.is_empty() {
+            return Plan::Done(ToolOutcome::error(ToolStatus::Invalid, "name is required"));
+        }
+        let file_path = args
+            .file_path
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned);
+        Plan::run(Gate::PerCall, Wanted { name, file_path })
+    }
+
+    async fn execute(env: &ToolEnv<'_>, wanted: Wanted) -> ToolOutcome {
+        skill_view(env, wanted).await
+    }
+}
+
+async fn skills_list(env: &ToolEnv<'_>, wanted: Option<String>) -> ToolOutcome {
     let skills = env.ctx.skills.clone();
     let Ok(all) = tokio::task::spawn_blocking(move || load(&skills)).await else {
         return ToolOutcome::error(ToolStatus::Failed, "could not read skills");
@@ -140,15 +206,8 @@ pub async fn skills_list(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
     )
 }
 
-pub async fn skill_view(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
-    let name = arg_str(args, "name").unwrap_or_default().trim().to_owned();
-    if name.is_empty() {
-        return ToolOutcome::error(ToolStatus::Invalid, "name is required");
-    }
-    let file_path = arg_str(args, "file_path")
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(str::to_owned);
+async fn skill_view(env: &ToolEnv<'_>, wanted: Wanted) -> ToolOutcome {
+    let Wanted { name, file_path } = wanted;
     let skills = env.ctx.skills.clone();
     let Ok(all) = tokio::task::spawn_blocking(move || load(&skills)).await else {
         return ToolOutcome::error(ToolStatus::Failed, "could not read skills");

@@ -7,16 +7,18 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::contract::{
+    lenient_int, Approval, Gate, Plan, TaskJob, Tool, ToolEnv, ToolOutcome, ToolStatus,
+};
 use super::files::{path_error, shown};
-use super::{arg_bool, arg_i64, arg_str};
-use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
 use crate::exec::{self, sandbox, ExecSpec, ExitReason, StreamKind};
 use crate::policy::approval_policy::{Policy, Risk};
 use crate::policy::command_guard::{self, Decision};
-use crate::policy::workspace::{self, Access};
+use crate::policy::workspace::{self, Access, Resolved};
 
 const DEFAULT_TIMEOUT: i64 = 30;
 const MAX_TIMEOUT: i64 = 120;
@@ -30,30 +32,59 @@ fn valid_env_name(k: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-struct Binding {
-    name: String,
-    target: String,
-    expires: Option<u64>,
+/// `terminal`.
+pub struct Terminal;
+
+#[derive(Debug, Deserialize)]
+pub struct TerminalArgs {
+    #[serde(default)]
+    pub command: String,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default, deserialize_with = "lenient_int")]
+    pub timeout_seconds: Option<i64>,
+    #[serde(default)]
+    pub background: Option<bool>,
+    /// Accepted for compatibility; completions are always announced.
+    #[serde(default)]
+    pub notify_on_complete: Option<bool>,
+    /// An environment overlay; non-string values are passed as JSON text.
+    #[serde(default)]
+    pub env: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    pub secret_bindings: Option<Vec<BindingArg>>,
 }
 
-fn parse_bindings(args: &Value, timeout: i64) -> Result<Vec<Binding>, String> {
-    let Some(list) = args.get("secret_bindings").and_then(Value::as_array) else {
-        return Ok(Vec::new());
-    };
+/// One `secret_bindings` item as given.
+#[derive(Debug, Deserialize)]
+pub struct BindingArg {
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default)]
+    pub expires_in_seconds: Option<Value>,
+}
+
+/// A host variable bound into the child after approval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    pub name: String,
+    pub target: String,
+    pub expires: Option<u64>,
+}
+
+fn parse_bindings(list: &[BindingArg], timeout: i64) -> Result<Vec<Binding>, String> {
     if list.len() > MAX_BINDINGS {
         return Err(format!("at most {MAX_BINDINGS} secret bindings"));
     }
     let mut out: Vec<Binding> = Vec::new();
     for (i, b) in list.iter().enumerate() {
-        let source = b.get("source").and_then(Value::as_str).unwrap_or_default();
+        let source = b.source.as_deref().unwrap_or_default();
         let Some(name) = source.strip_prefix("env:").filter(|n| valid_env_name(n)) else {
             return Err(format!("secret_bindings[{i}].source must be env:<NAME>"));
         };
-        let target = b
-            .get("target")
-            .and_then(Value::as_str)
-            .unwrap_or(name)
-            .to_owned();
+        let target = b.target.clone().unwrap_or_else(|| name.to_owned());
         if !valid_env_name(&target) {
             return Err(format!(
                 "secret_bindings[{i}].target {target:?} is not a variable name"
@@ -69,7 +100,7 @@ fn parse_bindings(args: &Value, timeout: i64) -> Result<Vec<Binding>, String> {
                 "secret_bindings[{i}].target {target:?} is bound twice"
             ));
         }
-        let expires = match b.get("expires_in_seconds") {
+        let expires = match &b.expires_in_seconds {
             None | Some(Value::Null) => None,
             Some(v) => match v.as_i64() {
                 Some(n) if n >= 1 && n <= timeout => Some(n as u64),
@@ -89,71 +120,97 @@ fn parse_bindings(args: &Value, timeout: i64) -> Result<Vec<Binding>, String> {
     Ok(out)
 }
 
-pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
-    let command = arg_str(args, "command")
-        .unwrap_or_default()
-        .trim()
-        .to_owned();
-    if command.is_empty() {
-        return ToolOutcome::error(ToolStatus::Invalid, "command is required");
+/// A command, classified and bound to its execution shape.
+#[derive(Debug)]
+pub struct PlannedCommand {
+    pub command: String,
+    pub cwd: Resolved,
+    pub timeout: i64,
+    pub background: bool,
+    pub overlay: Vec<(String, String)>,
+    pub bindings: Vec<Binding>,
+}
+
+impl Tool for Terminal {
+    type Args = TerminalArgs;
+    type Prepared = PlannedCommand;
+
+    /// The guard classifies first (blocks never reach approval); a literal
+    /// read-only command with no overlay, no bindings and no path leading
+    /// out of the workspace needs no approval; anything else asks once, for
+    /// exactly this execution shape.
+    fn plan(env: &ToolEnv<'_>, args: TerminalArgs) -> Plan<PlannedCommand> {
+        match plan_command(env, args) {
+            Ok(plan) => plan,
+            Err(early) => Plan::Done(early),
+        }
     }
-    let timeout = match arg_i64(args, "timeout_seconds") {
+
+    async fn execute(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
+        run(env, p).await
+    }
+}
+
+fn invalid(message: impl Into<String>) -> ToolOutcome {
+    ToolOutcome::error(ToolStatus::Invalid, message)
+}
+
+fn plan_command(
+    env: &ToolEnv<'_>,
+    args: TerminalArgs,
+) -> Result<Plan<PlannedCommand>, ToolOutcome> {
+    let command = args.command.trim().to_owned();
+    if command.is_empty() {
+        return Err(invalid("command is required"));
+    }
+    let timeout = match args.timeout_seconds {
         Some(t) if t > 0 => t.min(MAX_TIMEOUT),
         _ => DEFAULT_TIMEOUT,
     };
-    let background = arg_bool(args, "background").unwrap_or(false);
+    let background = args.background.unwrap_or(false);
     let mut overlay: Vec<(String, String)> = Vec::new();
-    if let Some(map) = args.get("env").and_then(Value::as_object) {
-        for (k, v) in map {
-            if !valid_env_name(k) {
-                return ToolOutcome::error(
-                    ToolStatus::Invalid,
-                    format!("env key {k:?} is not a variable name"),
-                );
-            }
-            if exec::is_reserved_env_target(k) {
-                return ToolOutcome::error(
-                    ToolStatus::Invalid,
-                    format!("env key {k:?} controls execution and cannot be overridden"),
-                );
-            }
-            let v = match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            overlay.push((k.clone(), v));
+    for (k, v) in args.env.unwrap_or_default() {
+        if !valid_env_name(&k) {
+            return Err(invalid(format!("env key {k:?} is not a variable name")));
         }
+        if exec::is_reserved_env_target(&k) {
+            return Err(invalid(format!(
+                "env key {k:?} controls execution and cannot be overridden"
+            )));
+        }
+        let v = match v {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        overlay.push((k, v));
     }
-    let bindings = match parse_bindings(args, timeout) {
-        Ok(b) => b,
-        Err(e) => return ToolOutcome::error(ToolStatus::Invalid, e),
-    };
+    let bindings = parse_bindings(args.secret_bindings.as_deref().unwrap_or_default(), timeout)
+        .map_err(invalid)?;
     if background && !bindings.is_empty() {
-        return ToolOutcome::error(
-            ToolStatus::Invalid,
+        return Err(invalid(
             "secret_bindings are only allowed in the foreground",
-        );
+        ));
     }
     // Each binding needs its own exact grant; wildcards never bind secrets.
     for b in &bindings {
         let cap = format!("secret.bind:{}", b.name);
         if !env.catalog.grants().allows_exact_default(&cap) {
-            return ToolOutcome::error(
+            return Err(ToolOutcome::error(
                 ToolStatus::Denied,
                 crate::policy::capabilities::exact_denial_message(&cap),
-            );
+            ));
         }
     }
-    let cwd_raw = arg_str(args, "cwd").unwrap_or(".");
+    let cwd_raw = args.cwd.as_deref().unwrap_or(".");
     let cwd = match workspace::resolve(env.workspace(), cwd_raw, Access::Write) {
         Ok(r) if r.exists => r,
         Ok(r) => {
-            return ToolOutcome::error(
+            return Err(ToolOutcome::error(
                 ToolStatus::Failed,
                 format!("cwd does not exist: {}", shown(&r)),
-            )
+            ))
         }
-        Err(e) => return path_error(e),
+        Err(e) => return Err(path_error(e)),
     };
     let verdict = command_guard::classify_in(&command, Some(&cwd.abs));
     if verdict.decision == Decision::Block {
@@ -161,50 +218,32 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             .reason
             .clone()
             .unwrap_or_else(|| verdict.rule.clone());
-        return ToolOutcome::error(
+        return Err(ToolOutcome::error(
             ToolStatus::Denied,
             format!("terminal command blocked: {why} ({})", verdict.rule),
-        );
+        ));
     }
     // Checked again when the task starts; asking first would only waste an approval.
     if background {
-        if let Some(denial) = env.background_over_cap() {
-            return ToolOutcome::error(ToolStatus::Denied, denial);
+        if let Some(denial) = env.host.background_over_cap(&env.ctx.scope) {
+            return Err(ToolOutcome::error(ToolStatus::Denied, denial));
         }
     }
     let tenant = env.ctx.scope.tenant().as_str();
     if let Some(limit) = env.storage_quota().exhausted(tenant) {
-        return ToolOutcome::error(
+        return Err(ToolOutcome::error(
             ToolStatus::Failed,
             format!("{limit}; the command was not started"),
-        );
+        ));
     }
-    // The execution shape an approval is bound to.
-    let mut h = Sha256::new();
-    for part in [
-        command.as_str(),
+    let fingerprint = shape_fingerprint(
+        &command,
         &shown(&cwd),
-        &timeout.to_string(),
-        if background { "bg" } else { "fg" },
-    ] {
-        h.update(part.as_bytes());
-        h.update([0]);
-    }
-    for (k, v) in &overlay {
-        h.update(k.as_bytes());
-        h.update([b'=']);
-        h.update(v.as_bytes());
-        h.update([0]);
-    }
-    for b in &bindings {
-        h.update(format!("bind:{}>{}:{:?}", b.name, b.target, b.expires).as_bytes());
-    }
-    let fingerprint: String = h
-        .finalize()
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+        timeout,
+        background,
+        &overlay,
+        &bindings,
+    );
     // The guard is pure and never looks at the disk: a literal read of a
     // symlink that leads out of the workspace (or to a credential file) must
     // still ask.
@@ -214,11 +253,9 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         && !escapes
         && overlay.is_empty()
         && bindings.is_empty();
-    if literal_safe {
+    let gate = if literal_safe {
         // A literal read-only command runs without asking, unless policy denies terminal outright.
-        if env.entry.policy == Policy::Deny {
-            return ToolOutcome::error(ToolStatus::Denied, "approval policy denies terminal");
-        }
+        Gate::UnlessDenied
     } else {
         let risk = match (
             verdict.risk,
@@ -249,23 +286,77 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             .reason
             .clone()
             .unwrap_or_else(|| format!("run {executable}"));
-        let target = format!("{}:{fingerprint}", verdict.rule);
-        // Secret bindings are never cached for the session.
-        if let Some(denied) = env
-            .approve(
-                Policy::Prompt,
-                risk,
-                "exec",
-                &target,
-                reason,
-                preview,
-                bindings.is_empty(),
-            )
-            .await
-        {
-            return denied;
-        }
+        Gate::one(Approval {
+            baseline: Policy::Prompt,
+            risk,
+            action: "exec".into(),
+            target: format!("{}:{fingerprint}", verdict.rule),
+            reason,
+            preview,
+            // Secret bindings are never cached for the session.
+            session_cacheable: bindings.is_empty(),
+        })
+    };
+    Ok(Plan::run(
+        gate,
+        PlannedCommand {
+            command,
+            cwd,
+            timeout,
+            background,
+            overlay,
+            bindings,
+        },
+    ))
+}
+
+/// The execution shape an approval is bound to: command, cwd, timeout,
+/// mode, environment overlay and bindings.
+fn shape_fingerprint(
+    command: &str,
+    cwd: &str,
+    timeout: i64,
+    background: bool,
+    overlay: &[(String, String)],
+    bindings: &[Binding],
+) -> String {
+    let mut h = Sha256::new();
+    for part in [
+        command,
+        cwd,
+        &timeout.to_string(),
+        if background { "bg" } else { "fg" },
+    ] {
+        h.update(part.as_bytes());
+        h.update([0]);
     }
+    for (k, v) in overlay {
+        h.update(k.as_bytes());
+        h.update([b'=']);
+        h.update(v.as_bytes());
+        h.update([0]);
+    }
+    for b in bindings {
+        h.update(format!("bind:{}>{}:{:?}", b.name, b.target, b.expires).as_bytes());
+    }
+    h.finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Runs an approved command, in the foreground or as a background task.
+async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
+    let PlannedCommand {
+        command,
+        cwd,
+        timeout,
+        background,
+        overlay,
+        bindings,
+    } = p;
+    let tenant = env.ctx.scope.tenant().as_str();
     // Bound values are read from the host only now, after approval.
     let mut secrets = Vec::new();
     for b in &bindings {
@@ -287,7 +378,7 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         .fold(timeout as u64, u64::min);
     // One HOME per principal: dotfiles one principal writes never run for another.
     let runtime_home = env
-        .home()
+        .home
         .join("runtime")
         .join("terminal-home")
         .join(tenant)
@@ -305,15 +396,15 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         .take(12)
         .map(|b| format!("{b:02x}"))
         .collect();
-    let artifact_dir = artifacts_root(env.home()).join(tenant).join(&root);
+    let artifact_dir = artifacts_root(env.home).join(tenant).join(&root);
     // A private temp folder per principal: `/tmp` is outside the walls.
     let tmp = env
-        .home()
+        .home
         .join("runtime")
         .join("tmp")
         .join(tenant)
         .join(env.ctx.scope.principal().as_str());
-    let walls = env.walls();
+    let walls = env.walls;
     let request = sandbox::Request {
         tenant,
         workspace: env.workspace(),
@@ -344,7 +435,7 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
     spec.secrets = secrets;
     spec.confinement = confinement;
     spec.output_budget = env.storage_quota().budget(tenant);
-    let registry = exec::ProcessRegistry::new(env.home());
+    let registry = exec::ProcessRegistry::new(env.home);
     if background {
         let summary = format!(
             "$ {}",
@@ -352,8 +443,8 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
                 .redact_str_for(&command, crate::redact::redactor::View::Event)
         );
         let cwd_shown = shown(&cwd);
-        let started = env
-            .start_task("terminal.exec", summary, move |task| async move {
+        let job: TaskJob = Box::new(move |task| {
+            Box::pin(async move {
                 let (sink, writer) = task.log_sink();
                 let on_chunk = move |kind: StreamKind, text: &str| {
                     let _ = sink.try_send((kind.as_str(), text.to_owned()));
@@ -385,6 +476,10 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
                     result: json!({"content": content, "data": data}),
                 }
             })
+        });
+        let started = env
+            .host
+            .start_task(env, "terminal.exec", summary, job)
             .await;
         return match started {
             Ok(task_id) => ToolOutcome::ok_json(json!({"task_id": task_id})),
@@ -397,7 +492,7 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             ),
         };
     }
-    let sink = env.output_sink();
+    let sink = env.host.output_sink(env);
     let on_chunk = move |kind: StreamKind, text: &str| {
         let _ = sink.try_send((kind.as_str(), text.to_owned()));
     };
@@ -567,3 +662,7 @@ fn summarize(result: &exec::ExecResult, cwd: &str, root: &str) -> (ToolStatus, S
     };
     (status, content, data)
 }
+
+#[cfg(test)]
+#[path = "terminal_tests.rs"]
+mod tests;

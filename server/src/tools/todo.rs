@@ -1,9 +1,9 @@
 //! `todo`: a per-session checklist kept under the home's runtime state.
 
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::json;
 
-use super::{arg_i64, arg_str};
-use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
+use super::contract::{lenient_int, Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
 
 #[derive(serde::Serialize, serde::Deserialize, Clone)]
 struct Item {
@@ -23,18 +23,44 @@ fn render(items: &[Item]) -> String {
         .join("\n")
 }
 
-pub async fn todo(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
+/// `todo`.
+pub struct Todo;
+
+#[derive(Debug, Deserialize)]
+pub struct TodoArgs {
+    #[serde(default)]
+    pub action: Option<String>,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default, deserialize_with = "lenient_int")]
+    pub index: Option<i64>,
+}
+
+impl Tool for Todo {
+    type Args = TodoArgs;
+    type Prepared = TodoArgs;
+
+    fn plan(_: &ToolEnv<'_>, args: TodoArgs) -> Plan<TodoArgs> {
+        Plan::run(Gate::PerCall, args)
+    }
+
+    async fn execute(env: &ToolEnv<'_>, args: TodoArgs) -> ToolOutcome {
+        todo(env, args).await
+    }
+}
+
+async fn todo(env: &ToolEnv<'_>, args: TodoArgs) -> ToolOutcome {
     let dir = env.session_state_dir();
     let path = dir.join("todo.json");
     let mut items: Vec<Item> = match tokio::fs::read(&path).await {
         Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
         Err(_) => Vec::new(),
     };
-    let action = arg_str(args, "action").unwrap_or("list");
+    let action = args.action.as_deref().unwrap_or("list");
     match action {
         "list" => {}
         "add" => {
-            let text = arg_str(args, "text").unwrap_or_default().trim();
+            let text = args.text.as_deref().unwrap_or_default().trim();
             if text.is_empty() {
                 return ToolOutcome::error(ToolStatus::Invalid, "text is required to add a todo");
             }
@@ -44,7 +70,7 @@ pub async fn todo(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
             });
         }
         "complete" => {
-            let idx = arg_i64(args, "index").unwrap_or(0);
+            let idx = args.index.unwrap_or(0);
             if idx < 1 || idx as usize > items.len() {
                 return ToolOutcome::error(
                     ToolStatus::Invalid,
