@@ -600,3 +600,59 @@ while time.time() < end:
         CANARY
     );
 }
+
+#[tokio::test]
+async fn open_streams_end_when_their_principal_is_disabled() {
+    use futures_util::StreamExt;
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("evil", "mallory");
+    let sid = app.create_session(&tok).await;
+    let mut ws = crate::streams::ws_connect(&app, &sid, "", Some(&tok)).await;
+    let sse = app
+        .client
+        .get(app.url(&format!("/v1/sessions/{sid}/events")))
+        .bearer_auth(&tok)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sse.status(), 200);
+    let out = app.cli(&[
+        "principal",
+        "disable",
+        "--tenant",
+        "evil",
+        "--principal",
+        "mallory",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The WebSocket is closed with 4001 within a few seconds.
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        loop {
+            match ws.next().await {
+                Some(Ok(tokio_tungstenite::tungstenite::Message::Close(frame))) => {
+                    return frame.map(|f| u16::from(f.code));
+                }
+                Some(Ok(_)) => continue,
+                _ => return None,
+            }
+        }
+    })
+    .await
+    .expect("the socket closes");
+    assert_eq!(closed, Some(4001));
+    // The SSE stream ends too.
+    let mut body = sse.bytes_stream();
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        while let Some(chunk) = body.next().await {
+            if chunk.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the event stream ends");
+}

@@ -48,6 +48,9 @@ pub(super) fn resume_point(headers: &HeaderMap, after: Option<i64>) -> Result<i6
 struct SseState {
     sub: Subscription,
     app: SharedApp,
+    /// Re-checked every second: a revoked token or disabled principal ends the stream.
+    token: String,
+    recheck: tokio::time::Interval,
     _guard: StreamGuard,
 }
 
@@ -73,15 +76,29 @@ pub async fn session_events(
         .await?
         .ok_or_else(ApiError::not_found)?;
     let sub = app.events.subscribe(&session.id, after, OnLag::Refill);
+    let token = super::extract::bearer_header(&headers)
+        .unwrap_or_default()
+        .to_owned();
+    let mut recheck = tokio::time::interval(super::extract::RECHECK_EVERY);
+    recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let state = SseState {
         sub,
         _guard: app.metrics.stream_opened(StreamKind::Sse),
         app: app.clone(),
+        token,
+        recheck,
     };
     let stream = stream::unfold(state, |mut st| async move {
-        let next = tokio::select! {
-            n = st.sub.next() => n,
-            _ = st.app.shutdown.cancelled() => return None,
+        let next = loop {
+            tokio::select! {
+                n = st.sub.next() => break n,
+                _ = st.recheck.tick() => {
+                    if !super::extract::still_admitted(&st.app, &st.token) {
+                        return None;
+                    }
+                },
+                _ = st.app.shutdown.cancelled() => return None,
+            }
         };
         match next {
             Ok(Some(ev)) => {

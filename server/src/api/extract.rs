@@ -17,7 +17,12 @@ pub struct Auth(pub PrincipalScope);
 
 /// The token of an `Authorization: Bearer …` header, if any.
 pub fn bearer(parts: &Parts) -> Option<&str> {
-    let v = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    bearer_header(&parts.headers)
+}
+
+/// The same, from a header map.
+pub fn bearer_header(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")
@@ -40,6 +45,20 @@ pub fn admit(app: &SharedApp, token: Option<&str>) -> Result<PrincipalScope, Api
     }
     Ok(scope)
 }
+
+/// Whether a token admitted earlier still holds: signature and expiry, not
+/// revoked, principal not disabled (memory only). Long-lived streams ask
+/// this every second and before acting on a client frame, so revoking or
+/// disabling ends them too.
+pub fn still_admitted(app: &SharedApp, token: &str) -> bool {
+    app.tokens
+        .verify(token)
+        .ok()
+        .is_some_and(|v| app.revocations.check(&v).is_ok())
+}
+
+/// How often an open stream re-checks its token.
+pub const RECHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl FromRequestParts<SharedApp> for Auth {
     type Rejection = ApiError;

@@ -122,9 +122,17 @@ async fn serve_socket(
     let mut sub = app.events.subscribe(&session.id, after, OnLag::Fail);
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.tick().await;
+    let mut recheck = tokio::time::interval(super::extract::RECHECK_EVERY);
+    recheck.tick().await;
+    let token = token.unwrap_or_default();
     let mut awaiting_pong = false;
     loop {
         tokio::select! {
+            _ = recheck.tick() => {
+                if !super::extract::still_admitted(&app, &token) {
+                    return close(&mut socket, CLOSE_BAD_AUTH, "token expired, revoked or principal disabled").await;
+                }
+            },
             next = sub.next() => match next {
                 Ok(Some(ev)) => {
                     if socket.send(Message::Text(ev.json.clone())).await.is_err() {
@@ -145,6 +153,10 @@ async fn serve_socket(
                 None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
                 Some(Ok(Message::Pong(_))) => awaiting_pong = false,
                 Some(Ok(Message::Text(text))) => {
+                    // A frame acts with the token's authority: it must still hold.
+                    if !super::extract::still_admitted(&app, &token) {
+                        return close(&mut socket, CLOSE_BAD_AUTH, "token expired, revoked or principal disabled").await;
+                    }
                     let reply = client_frame(&app, &scope, text.as_str()).await;
                     if socket.send(Message::Text(reply.to_string().into())).await.is_err() {
                         return;
