@@ -7,6 +7,7 @@ pub mod capabilities;
 pub mod command_guard;
 pub mod file_walls;
 pub mod json_schema;
+pub(crate) mod shell;
 pub mod url_policy;
 pub mod workspace;
 
