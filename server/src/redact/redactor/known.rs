@@ -2,6 +2,8 @@
 //! the [`Catalog`] that replaces every known value wherever it occurs, found
 //! in one pass by an Aho-Corasick automaton.
 
+use aho_corasick::{AhoCorasick, MatchKind};
+
 use super::*;
 
 #[cfg(test)]
@@ -158,6 +160,11 @@ pub(super) struct Catalog {
     /// Eligible secrets, longest first, bindings first among equals,
     /// unique by value.
     pub(super) entries: Vec<Entry>,
+    /// One automaton over every entry's value (pattern `i` is `entries[i]`),
+    /// so all known secrets are found in a single pass; `None` when there
+    /// are no entries or the automaton could not be built, in which case the
+    /// entries are searched one by one.
+    matcher: Option<AhoCorasick>,
 }
 
 #[derive(Clone, Debug)]
@@ -196,7 +203,48 @@ impl Catalog {
                 binding: found.is_binding(),
             });
         }
-        Catalog { entries }
+        let matcher = if entries.is_empty() {
+            None
+        } else {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::Standard)
+                .build(entries.iter().map(|e| e.value.as_bytes()))
+                .ok()
+        };
+        Catalog { entries, matcher }
+    }
+
+    /// Every occurrence of every known secret in `s` as `(entry index, start,
+    /// end)`: for each secret, the leftmost non-overlapping occurrences that
+    /// `str::match_indices` would report, found for all secrets in one pass.
+    /// Occurrences of different secrets may overlap; callers merge them.
+    pub(super) fn occurrences(&self, s: &str) -> Vec<(usize, usize, usize)> {
+        let mut out = Vec::new();
+        let Some(matcher) = &self.matcher else {
+            for (index, entry) in self.entries.iter().enumerate() {
+                for (start, matched) in s.match_indices(entry.value.as_str()) {
+                    out.push((index, start, start + matched.len()));
+                }
+            }
+            return out;
+        };
+        // Overlapping search reports every occurrence; per secret, the ones
+        // that overlap an earlier accepted occurrence of the same secret are
+        // dropped, which is exactly `match_indices` (a secret's matches come
+        // in increasing start order because its length is fixed). Matches of
+        // valid UTF-8 patterns in valid UTF-8 text lie on char boundaries.
+        let mut next_start = vec![0usize; self.entries.len()];
+        for m in matcher.find_overlapping_iter(s) {
+            let index = m.pattern().as_usize();
+            let Some(next) = next_start.get_mut(index) else {
+                continue;
+            };
+            if m.start() >= *next {
+                *next = m.end();
+                out.push((index, m.start(), m.end()));
+            }
+        }
+        out
     }
 
     pub(super) fn is_exact(&self, s: &str) -> bool {
@@ -204,20 +252,19 @@ impl Catalog {
     }
 
     pub(super) fn global_spans(&self, s: &str) -> Vec<Span> {
-        let mut spans = Vec::new();
-        for entry in &self.entries {
-            for (start, matched) in s.match_indices(entry.value.as_str()) {
-                let end = start + matched.len();
-                spans.push(Span {
+        self.occurrences(s)
+            .into_iter()
+            .filter_map(|(index, start, end)| {
+                let entry = self.entries.get(index)?;
+                Some(Span {
                     start,
                     end,
                     own_end: end,
                     name: entry.name.clone(),
                     binding: entry.binding,
-                });
-            }
-        }
-        spans
+                })
+            })
+            .collect()
     }
 
     /// Replaces known secrets, freshly detected positional secrets and

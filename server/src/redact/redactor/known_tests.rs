@@ -226,3 +226,84 @@ fn event_view_metadata_for_text_secret_names_source_kind() {
         json!([{"name": "USER_PASSWORD", "source": "command:cmd.-u"}])
     );
 }
+
+// Known-secret search: one Aho-Corasick pass equals one `match_indices` per secret
+
+/// The per-secret search the automaton replaced, kept as the reference.
+fn reference_occurrences(catalog: &Catalog, s: &str) -> Vec<(usize, usize, usize)> {
+    let mut out = Vec::new();
+    for (index, entry) in catalog.entries.iter().enumerate() {
+        for (start, matched) in s.match_indices(entry.value.as_str()) {
+            out.push((index, start, start + matched.len()));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+fn sorted(mut v: Vec<(usize, usize, usize)>) -> Vec<(usize, usize, usize)> {
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn automaton_finds_what_match_indices_finds_for_overlapping_secrets() {
+    let redactor = SecretRedactor::new()
+        .with_binding("A", "aaaa")
+        .with_binding("B", "aaaaaa")
+        .with_binding("C", "abab")
+        .with_binding("D", "babab")
+        .with_binding("E", "ééé€")
+        .with_binding("F", "aaaa");
+    let catalog = Catalog::new(&redactor.known);
+    assert!(catalog.matcher.is_some());
+    for s in [
+        "",
+        "aaa",
+        "aaaaaaaaa",
+        "abababab",
+        "xbababababx aaaaa ééé€ééé€",
+        "éééé€aaaa€",
+    ] {
+        let found = sorted(catalog.occurrences(s));
+        assert_eq!(found, reference_occurrences(&catalog, s), "{s:?}");
+        let fallback = Catalog {
+            entries: catalog.entries.clone(),
+            matcher: None,
+        };
+        assert_eq!(sorted(fallback.occurrences(s)), found, "{s:?}");
+    }
+    // Non-overlapping per secret, as `match_indices`: "aaaa" twice in nine a's.
+    let nine = catalog.occurrences("aaaaaaaaa");
+    let four: Vec<_> = nine.iter().filter(|o| o.2 - o.1 == 4).collect();
+    assert_eq!(four.len(), 2);
+}
+
+#[test]
+fn automaton_matches_the_reference_on_random_text() {
+    let alphabet: Vec<char> = "ab-_xé€0".chars().collect();
+    let mut state: u64 = 0x853c_49e6_748f_ea9b;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    for _ in 0..300 {
+        let mut redactor = SecretRedactor::new();
+        for i in 0..=next(6) {
+            let len = 4 + next(5);
+            let value: String = (0..len).map(|_| alphabet[next(3)]).collect();
+            redactor.add_binding(&format!("S{i}"), &value);
+        }
+        let catalog = Catalog::new(&redactor.known);
+        let text: String = (0..next(80))
+            .map(|_| alphabet[next(alphabet.len())])
+            .collect();
+        assert_eq!(
+            sorted(catalog.occurrences(&text)),
+            reference_occurrences(&catalog, &text),
+            "{text:?}"
+        );
+    }
+}

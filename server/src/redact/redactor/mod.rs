@@ -63,8 +63,9 @@
 //!
 //! Robustness: no unwrap/expect/indexing/panic (enforced by the `deny` below);
 //! recursion is bounded by [`MAX_DEPTH`], per-value scans by fixed caps, and
-//! detectors are linear in the input. Global replacement costs
-//! O(text length x number of known secrets); more than [`MAX_SECRETS`]
+//! detectors are linear in the input. Global replacement is one
+//! Aho-Corasick pass over the text for all known secrets (building the
+//! automaton is linear in their total length); more than [`MAX_SECRETS`]
 //! secrets fails closed. After rendering, every view is re-checked for any
 //! known secret outside a marker and fails closed if one is found.
 //! The debug fingerprint is unsalted: low-entropy secrets can be brute-forced
@@ -133,21 +134,13 @@ pub const MAX_VIEW_STRING_CHARS: usize = 1_000_000;
 pub const MAX_SECRETS: usize = 4_096;
 
 const MAX_BARE_VALUE_BYTES: usize = 4_096;
-
 const MAX_QUOTED_VALUE_BYTES: usize = 8_192;
-
 const MAX_URL_BYTES: usize = 8_192;
-
 const MAX_KEY_BYTES: usize = 64;
-
 const MAX_PATH_SEGMENT_CHARS: usize = 64;
-
 const MAX_LABEL_CHARS: usize = 256;
-
 const MAX_NAME_CHARS: usize = 64;
-
 const MAX_MARKER_BYTES: usize = 160;
-
 const FINGERPRINT_BYTES: usize = 6; // 12 hex characters
 
 /// Collects known secrets and renders redacted views. Cheap to clone.

@@ -241,13 +241,9 @@ impl Catalog {
             return false;
         }
         let markers = marker_spans(s);
-        self.entries.iter().any(|entry| {
-            s.match_indices(entry.value.as_str())
-                .any(|(start, matched)| {
-                    let end = start + matched.len();
-                    !markers.iter().any(|&(a, b)| a <= start && end <= b)
-                })
-        })
+        self.occurrences(s)
+            .into_iter()
+            .any(|(_, start, end)| !markers.iter().any(|&(a, b)| a <= start && end <= b))
     }
 
     pub(super) fn value_leaks(&self, v: &Value, depth: usize) -> bool {
