@@ -33,6 +33,7 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod home;
 pub mod ids;
 pub mod metrics;
 pub mod policy;

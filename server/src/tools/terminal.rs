@@ -14,6 +14,7 @@ use super::files::{path_error, shown};
 use super::{arg_bool, arg_i64, arg_str};
 use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
 use crate::exec::{self, sandbox, ExecSpec, ExitReason, StreamKind};
+use crate::home::HomeLayout;
 use crate::policy::approval_policy::{Policy, Risk};
 use crate::policy::command_guard::{self, Decision};
 use crate::policy::workspace::{self, Access};
@@ -286,12 +287,8 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         .filter_map(|b| b.expires)
         .fold(timeout as u64, u64::min);
     // One HOME per principal: dotfiles one principal writes never run for another.
-    let runtime_home = env
-        .home()
-        .join("runtime")
-        .join("terminal-home")
-        .join(tenant)
-        .join(env.ctx.scope.principal().as_str());
+    let layout = HomeLayout::new(env.home());
+    let runtime_home = layout.terminal_home(env.ctx.scope.tenant(), env.ctx.scope.principal());
     if let Err(e) = exec::ensure_runtime_home(&runtime_home) {
         return ToolOutcome::error(
             ToolStatus::Failed,
@@ -305,14 +302,11 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         .take(12)
         .map(|b| format!("{b:02x}"))
         .collect();
-    let artifact_dir = artifacts_root(env.home()).join(tenant).join(&root);
+    let artifact_dir = layout
+        .tenant_artifacts_dir(env.ctx.scope.tenant())
+        .join(&root);
     // A private temp folder per principal: `/tmp` is outside the walls.
-    let tmp = env
-        .home()
-        .join("runtime")
-        .join("tmp")
-        .join(tenant)
-        .join(env.ctx.scope.principal().as_str());
+    let tmp = layout.terminal_tmp(env.ctx.scope.tenant(), env.ctx.scope.principal());
     let walls = env.walls();
     let request = sandbox::Request {
         tenant,
@@ -455,11 +449,6 @@ fn confine_env(
         }
     }
     env.sort();
-}
-
-/// Where terminal artifacts live: `<root>/<tenant>/<session root>/<spawn_id>.<stream>.log`.
-pub fn artifacts_root(home: &std::path::Path) -> std::path::PathBuf {
-    home.join("runtime").join("artifacts")
 }
 
 /// Options that make read tools follow symlinks while they recurse.
