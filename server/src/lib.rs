@@ -36,6 +36,8 @@ pub mod exec;
 pub mod home;
 pub mod ids;
 pub mod metrics;
+pub mod net;
+pub mod paths;
 pub mod policy;
 pub mod redact;
 pub mod startup;

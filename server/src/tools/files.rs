@@ -9,7 +9,7 @@ use super::{arg_bool, arg_i64, arg_str};
 use crate::dispatch::{ToolEnv, ToolOutcome, ToolStatus};
 use crate::policy::approval_policy::{Policy, Risk};
 use crate::policy::file_walls::ReadVerdict;
-use crate::policy::workspace::{self, Access, PathError, Resolved, Sensitivity};
+use crate::policy::workspace::{Access, PathError, Resolved, Sensitivity};
 
 /// Characters `read_file` returns at most per call.
 pub const READ_LIMIT_CHARS: i64 = 20_000;
@@ -75,7 +75,7 @@ pub(crate) async fn approve_read(env: &ToolEnv<'_>, r: &Resolved) -> Option<Tool
 
 pub async fn read_file(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
     let raw = arg_str(args, "path").unwrap_or_default();
-    let r = match workspace::resolve(env.workspace(), raw, Access::Read) {
+    let r = match crate::paths::resolve(env.workspace(), raw, Access::Read) {
         Ok(r) => r,
         Err(e) => return path_error(e),
     };
@@ -143,7 +143,7 @@ pub async fn read_file(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
 
 /// Resolve a write target; outside the workspace is a denial.
 async fn write_target(env: &ToolEnv<'_>, raw: &str) -> Result<Resolved, ToolOutcome> {
-    workspace::resolve(env.workspace(), raw, Access::Write).map_err(|e| match e {
+    crate::paths::resolve(env.workspace(), raw, Access::Write).map_err(|e| match e {
         // `..` past a missing folder cannot be resolved: refuse, touch nothing.
         PathError::NotFound(p) => ToolOutcome::error(
             ToolStatus::Invalid,
@@ -177,7 +177,7 @@ async fn approve_write(
 /// After approval, make sure the target still resolves to the same place
 /// (a symlink swapped in meanwhile must not redirect the write).
 fn recheck(env: &ToolEnv<'_>, raw: &str, before: &Resolved) -> Result<(), ToolOutcome> {
-    match workspace::resolve(env.workspace(), raw, Access::Write) {
+    match crate::paths::resolve(env.workspace(), raw, Access::Write) {
         Ok(now) if now.abs == before.abs => Ok(()),
         Ok(_) => Err(ToolOutcome::error(
             ToolStatus::Denied,

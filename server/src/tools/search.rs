@@ -194,7 +194,7 @@ pub async fn search_files(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         _ => DEFAULT_RESULTS,
     } as usize;
     let raw = arg_str(args, "path").unwrap_or(".");
-    let r = match workspace::resolve(env.workspace(), raw, Access::Read) {
+    let r = match crate::paths::resolve(env.workspace(), raw, Access::Read) {
         Ok(r) => r,
         Err(e) => return path_error(e),
     };

@@ -146,7 +146,7 @@ pub async fn terminal(env: &ToolEnv<'_>, args: &Value) -> ToolOutcome {
         }
     }
     let cwd_raw = arg_str(args, "cwd").unwrap_or(".");
-    let cwd = match workspace::resolve(env.workspace(), cwd_raw, Access::Write) {
+    let cwd = match crate::paths::resolve(env.workspace(), cwd_raw, Access::Write) {
         Ok(r) if r.exists => r,
         Ok(r) => {
             return ToolOutcome::error(
@@ -480,7 +480,7 @@ fn reads_outside(workspace: &std::path::Path, cwd: &std::path::Path, command: &s
         let Some(text) = candidate.to_str() else {
             return true;
         };
-        match workspace::resolve(workspace, text, Access::Read) {
+        match crate::paths::resolve(workspace, text, Access::Read) {
             Ok(r) if !r.exists => {}
             Ok(r) if !r.inside || !matches!(r.sensitivity, workspace::Sensitivity::None) => {
                 return true

@@ -5,7 +5,7 @@
 //! * the verdict vocabulary ([`Decision`], [`Risk`], [`Verdict`] with a stable
 //!   rule key such as `read_only:ls`, `substitution:command` or
 //!   `destructive:rm_root`);
-//! * the review itself, one room per concern: [`crate::policy::shell`]
+//! * the review itself, one room per concern: `policy::shell`
 //!   lexes and parses (regexes alone cannot tell a literal metacharacter from
 //!   an active one); `review` judges one text and its simple commands;
 //!   `simple_command` routes a command name to `read_only`, `git`, `wrappers`
