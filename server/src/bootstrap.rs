@@ -33,7 +33,7 @@ pub fn private_dir(path: &Path) -> anyhow::Result<()> {
 /// This instance's id, stable across restarts of the same home. Turns record
 /// it so a restarted node fails only the turns it left running.
 pub fn node_id(home: &Path) -> anyhow::Result<String> {
-    let path = home.join("node_id");
+    let path = crate::home::HomeLayout::new(home).node_id_file();
     match fs::read_to_string(&path) {
         Ok(s) if !s.trim().is_empty() => Ok(s.trim().to_owned()),
         _ => {

@@ -30,7 +30,10 @@ impl DatabaseConfig {
     pub fn resolve(home: &std::path::Path, url: Option<&str>) -> Result<Self, ConfigError> {
         let url = match url {
             Some(u) if !u.trim().is_empty() => u.trim().to_owned(),
-            _ => format!("sqlite://{}?mode=rwc", home.join("demiurge.db").display()),
+            _ => format!(
+                "sqlite://{}?mode=rwc",
+                crate::home::HomeLayout::new(home).database_file().display()
+            ),
         };
         let backend = if url.starts_with("sqlite:") {
             Backend::Sqlite

@@ -2,12 +2,18 @@
 //!
 //! # Layout
 //!
-//! - [`config`]: settings from flags and `DEMIURGE_*` variables, parsed once.
-//! - [`startup`]: builds the [`app::App`], binds the listener, serves and drains.
+//! Serving:
+//! - [`config`]: settings from flags and `DEMIURGE_*` variables, parsed once;
+//!   [`cli`] is the command line that `main.rs` runs.
+//! - [`startup`]: builds the [`app::App`], binds the listener, serves and drains;
+//!   [`bootstrap`] prepares a fresh home; [`telemetry`] sets up logging.
+//! - [`home`]: [`home::HomeLayout`], the one place that names every path under the home.
 //! - [`api`]: HTTP/SSE/WebSocket routes; thin: parse, call the host, map errors.
 //! - [`auth`]: JWT issue/verify, the immutable [`auth::PrincipalScope`], rate limits.
 //! - [`store`]: every SQL statement, on SQLite or PostgreSQL through one pool.
 //! - [`events`]: the durable event log (persist, then fan out).
+//!
+//! Running agents:
 //! - [`turn`]: turn execution, model providers and the model/tool loop.
 //! - [`core`]: Agent Cores: manifests, loading, the per-tenant agents tree.
 //! - [`catalog`]: the per-turn resolved tool catalog.
@@ -16,13 +22,25 @@
 //! - [`tools`]: built-in tool adapters, and [`tools::contract`], what every tool is
 //!   to the dispatcher: typed arguments, a pure plan naming its approvals, an
 //!   execute step, and the host services it may use (no adapter imports `dispatch`).
-//! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment.
+//! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment, sandbox.
 //! - [`tasks`]: durable background tasks and their logs.
-//! - [`policy`]: pure decisions: guard, URL policy, capabilities, approval policy, paths.
-//! - [`redact`]: secret discovery and the five result views.
+//!
+//! Deciding and hiding:
+//! - [`policy`]: pure decisions, no I/O: the command guard (`policy::shell`
+//!   lexes and parses, [`policy::command_guard`] judges, one file per command
+//!   family), URL policy, capabilities, approval policy and authority,
+//!   workspace path rules, file walls, argument schemas.
+//! - [`paths`]: the filesystem edge of the workspace rules (`..` and symlinks
+//!   resolved for real); [`net`]: the DNS edge of the URL policy.
+//! - [`redact`]: secret discovery and the five result views
+//!   ([`redact::redactor`]: names, known secrets, text detection, argv, views,
+//!   preview), and line-by-line redaction of live output.
+//!
+//! Small shared parts:
 //! - [`ids`]: parsed identifiers; handlers never see raw id strings.
 //! - [`metrics`]: Prometheus counters, gauges and histograms.
 //! - [`error`]: the host error type, mapped to HTTP in one place (`api::error`).
+//! - [`time`]: wall-clock helpers.
 
 pub mod api;
 pub mod app;
@@ -36,8 +54,11 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod home;
 pub mod ids;
 pub mod metrics;
+pub mod net;
+pub mod paths;
 pub mod policy;
 pub mod redact;
 pub mod startup;

@@ -248,7 +248,7 @@ async fn check(command: CheckCommand) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string(&verdict)?);
         }
         CheckCommand::Url { url } => {
-            let verdict = demiurge::policy::check_url(&url).await;
+            let verdict = demiurge::net::check_url(&url).await;
             println!("{}", serde_json::to_string(&verdict)?);
         }
     }

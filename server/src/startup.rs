@@ -274,7 +274,7 @@ async fn seed_storage_quota(
         config.protection.artifact_max_bytes,
         config.protection.tenant_storage_max_bytes,
     );
-    let root = crate::tools::terminal::artifacts_root(&config.home);
+    let root = crate::home::HomeLayout::new(&config.home).artifacts_root();
     let seeding = quota.clone();
     let on_disk = tokio::task::spawn_blocking(move || seeding.seed_from_artifacts(&root))
         .await

@@ -107,14 +107,11 @@ pub async fn create_session(
             .map_err(|e| crate::error::Error::Internal(anyhow::anyhow!("seed core: {e}")))?
             .map_err(crate::error::Error::Internal)?;
     }
-    let dir = app
-        .config
-        .home
-        .join("tenants")
-        .join(scope.tenant().as_str())
-        .join("workspaces")
-        .join(scope.principal().as_str())
-        .join(workspace.as_str());
+    let dir = crate::home::HomeLayout::new(&app.config.home).workspace_dir(
+        scope.tenant(),
+        scope.principal(),
+        workspace.as_str(),
+    );
     crate::bootstrap::private_dir(&dir).map_err(crate::error::Error::Internal)?;
     let row = app
         .store

@@ -14,7 +14,7 @@ const KEY_BYTES: usize = 64;
 /// Read the key, creating it if this is the first start. Safe when `serve`
 /// and `token issue` race on a fresh home: exactly one creates it.
 pub fn load_or_create_signing_key(home: &Path) -> anyhow::Result<Vec<u8>> {
-    let dir = home.join("keys");
+    let dir = crate::home::HomeLayout::new(home).keys_dir();
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)

@@ -61,10 +61,7 @@ impl CoreRepository {
     }
 
     pub fn agents_dir(&self, tenant: &TenantId) -> PathBuf {
-        self.home
-            .join("tenants")
-            .join(tenant.as_str())
-            .join("agents")
+        crate::home::HomeLayout::new(&self.home).agents_dir(tenant)
     }
 
     /// Give a tenant its default `assistant` core (once), committed to the

@@ -27,7 +27,7 @@ pub struct ProcessRegistry {
 impl ProcessRegistry {
     pub fn new(home: &Path) -> Self {
         Self {
-            dir: home.join("runtime").join("processes"),
+            dir: crate::home::HomeLayout::new(home).processes_dir(),
         }
     }
 

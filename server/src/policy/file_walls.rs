@@ -14,7 +14,7 @@
 //! * Anything else: no.
 //!
 //! Pure: it compares canonical paths the caller resolved
-//! ([`super::workspace::resolve`]); no I/O.
+//! ([`crate::paths::resolve`]); no I/O.
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,6 @@
-//! Pure decision code: values in, verdicts out, no I/O (except the thin
-//! [`check_url`] edge, which resolves DNS and hands the answers to the policy).
+//! Pure decision code: values in, verdicts out, no I/O. The effectful edges
+//! live outside: filesystem resolution of tool paths in [`crate::paths`], DNS
+//! for the URL policy in [`crate::net`].
 
 pub mod approval_authority;
 pub mod approval_policy;
@@ -7,28 +8,6 @@ pub mod capabilities;
 pub mod command_guard;
 pub mod file_walls;
 pub mod json_schema;
+pub(crate) mod shell;
 pub mod url_policy;
 pub mod workspace;
-
-use url_policy::{decide, parse_target, UrlVerdict};
-
-/// The URL policy with real DNS, as a fetch would see it.
-pub async fn check_url(raw: &str) -> UrlVerdict {
-    let target = match parse_target(raw) {
-        Ok(t) => t,
-        Err(v) => return v,
-    };
-    if let Some(ip) = target.literal_ip() {
-        return decide(&target, Ok(&[ip]));
-    }
-    let host = target.host().to_owned();
-    let resolved: Result<Vec<std::net::IpAddr>, ()> =
-        match tokio::net::lookup_host((host.as_str(), target.port())).await {
-            Ok(addrs) => Ok(addrs.map(|a| a.ip()).collect()),
-            Err(_) => Err(()),
-        };
-    match resolved {
-        Ok(ips) => decide(&target, Ok(&ips)),
-        Err(()) => decide(&target, Err(())),
-    }
-}

@@ -10,7 +10,7 @@ use super::beneath;
 use super::contract::{lenient_int, Approval, Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
 use crate::policy::approval_policy::{Policy, Risk};
 use crate::policy::file_walls::{FileWalls, ReadVerdict};
-use crate::policy::workspace::{self, Access, PathError, Resolved, Sensitivity};
+use crate::policy::workspace::{Access, PathError, Resolved, Sensitivity};
 
 /// Characters `read_file` returns at most per call.
 pub const READ_LIMIT_CHARS: i64 = 20_000;
@@ -99,7 +99,7 @@ impl Tool for ReadFile {
     type Prepared = PlannedRead;
 
     fn plan(env: &ToolEnv<'_>, args: ReadArgs) -> Plan<PlannedRead> {
-        let r = match workspace::resolve(env.workspace(), &args.path, Access::Read) {
+        let r = match crate::paths::resolve(env.workspace(), &args.path, Access::Read) {
             Ok(r) => r,
             Err(e) => return Plan::Done(path_error(e)),
         };
@@ -160,7 +160,7 @@ async fn read_file(env: &ToolEnv<'_>, r: &Resolved, offset: i64, limit: i64) -> 
 
 /// Resolve a write target; outside the workspace is a denial.
 fn write_target(workspace: &std::path::Path, raw: &str) -> Result<Resolved, ToolOutcome> {
-    workspace::resolve(workspace, raw, Access::Write).map_err(|e| match e {
+    crate::paths::resolve(workspace, raw, Access::Write).map_err(|e| match e {
         // `..` past a missing folder cannot be resolved: refuse, touch nothing.
         PathError::NotFound(p) => ToolOutcome::error(
             ToolStatus::Invalid,
@@ -197,7 +197,7 @@ fn write_approval(action: &str, r: &Resolved, preview: Value) -> Approval {
 /// After approval, make sure the target still resolves to the same place
 /// (a symlink swapped in meanwhile must not redirect the write).
 fn recheck(env: &ToolEnv<'_>, raw: &str, before: &Resolved) -> Result<(), ToolOutcome> {
-    match workspace::resolve(env.workspace(), raw, Access::Write) {
+    match crate::paths::resolve(env.workspace(), raw, Access::Write) {
         Ok(now) if now.abs == before.abs => Ok(()),
         Ok(_) => Err(ToolOutcome::error(
             ToolStatus::Denied,

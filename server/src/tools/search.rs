@@ -236,7 +236,7 @@ impl Tool for SearchFiles {
             _ => DEFAULT_RESULTS,
         } as usize;
         let raw = args.path.as_deref().unwrap_or(".");
-        let r = match workspace::resolve(env.workspace(), raw, Access::Read) {
+        let r = match crate::paths::resolve(env.workspace(), raw, Access::Read) {
             Ok(r) => r,
             Err(e) => return Plan::Done(path_error(e)),
         };

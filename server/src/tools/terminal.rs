@@ -16,6 +16,7 @@ use super::contract::{
 };
 use super::files::{path_error, shown};
 use crate::exec::{self, sandbox, ExecSpec, ExitReason, StreamKind};
+use crate::home::HomeLayout;
 use crate::policy::approval_policy::{Policy, Risk};
 use crate::policy::command_guard::{self, Decision};
 use crate::policy::workspace::{self, Access, Resolved};
@@ -202,7 +203,7 @@ fn plan_command(
         }
     }
     let cwd_raw = args.cwd.as_deref().unwrap_or(".");
-    let cwd = match workspace::resolve(env.workspace(), cwd_raw, Access::Write) {
+    let cwd = match crate::paths::resolve(env.workspace(), cwd_raw, Access::Write) {
         Ok(r) if r.exists => r,
         Ok(r) => {
             return Err(ToolOutcome::error(
@@ -377,12 +378,8 @@ async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
         .filter_map(|b| b.expires)
         .fold(timeout as u64, u64::min);
     // One HOME per principal: dotfiles one principal writes never run for another.
-    let runtime_home = env
-        .home
-        .join("runtime")
-        .join("terminal-home")
-        .join(tenant)
-        .join(env.ctx.scope.principal().as_str());
+    let layout = HomeLayout::new(env.home);
+    let runtime_home = layout.terminal_home(env.ctx.scope.tenant(), env.ctx.scope.principal());
     if let Err(e) = exec::ensure_runtime_home(&runtime_home) {
         return ToolOutcome::error(
             ToolStatus::Failed,
@@ -396,14 +393,11 @@ async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
         .take(12)
         .map(|b| format!("{b:02x}"))
         .collect();
-    let artifact_dir = artifacts_root(env.home).join(tenant).join(&root);
+    let artifact_dir = layout
+        .tenant_artifacts_dir(env.ctx.scope.tenant())
+        .join(&root);
     // A private temp folder per principal: `/tmp` is outside the walls.
-    let tmp = env
-        .home
-        .join("runtime")
-        .join("tmp")
-        .join(tenant)
-        .join(env.ctx.scope.principal().as_str());
+    let tmp = layout.terminal_tmp(env.ctx.scope.tenant(), env.ctx.scope.principal());
     let walls = env.walls;
     let request = sandbox::Request {
         tenant,
@@ -552,11 +546,6 @@ fn confine_env(
     env.sort();
 }
 
-/// Where terminal artifacts live: `<root>/<tenant>/<session root>/<spawn_id>.<stream>.log`.
-pub fn artifacts_root(home: &std::path::Path) -> std::path::PathBuf {
-    home.join("runtime").join("artifacts")
-}
-
 /// Options that make read tools follow symlinks while they recurse.
 const FOLLOWING: &[&str] = &[
     "-R",
@@ -586,7 +575,7 @@ fn reads_outside(workspace: &std::path::Path, cwd: &std::path::Path, command: &s
         let Some(text) = candidate.to_str() else {
             return true;
         };
-        match workspace::resolve(workspace, text, Access::Read) {
+        match crate::paths::resolve(workspace, text, Access::Read) {
             Ok(r) if !r.exists => {}
             Ok(r) if !r.inside || !matches!(r.sensitivity, workspace::Sensitivity::None) => {
                 return true

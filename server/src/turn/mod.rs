@@ -19,6 +19,7 @@ use crate::core::repository::CoreRepository;
 use crate::dispatch::{CallContext, Dispatcher};
 use crate::error::{Error, Result};
 use crate::events::EventLog;
+use crate::home::HomeLayout;
 use crate::ids::{CoreId, TenantId};
 use crate::ids::{SessionId, TurnId};
 use crate::metrics::Metrics;
@@ -396,11 +397,7 @@ impl TurnService {
                     error: e.to_string(),
                 }
             })?,
-            state_dir: inner
-                .home
-                .join("runtime")
-                .join("session-state")
-                .join(&ctx.session.id),
+            state_dir: HomeLayout::new(&inner.home).session_state_dir(&ctx.session.id),
             core_fingerprint: catalog.fingerprint().to_owned(),
             skills: std::sync::Arc::new(core.skills.clone()),
             cancel: token.clone(),
@@ -523,14 +520,11 @@ impl TurnService {
         scope: &PrincipalScope,
         session: &SessionRow,
     ) -> std::io::Result<std::path::PathBuf> {
-        let dir = self
-            .inner
-            .home
-            .join("tenants")
-            .join(scope.tenant().as_str())
-            .join("workspaces")
-            .join(scope.principal().as_str())
-            .join(&session.workspace);
+        let dir = HomeLayout::new(&self.inner.home).workspace_dir(
+            scope.tenant(),
+            scope.principal(),
+            &session.workspace,
+        );
         crate::bootstrap::private_dir(&dir).map_err(std::io::Error::other)?;
         let dir = dir.canonicalize()?;
         let mut cache = self

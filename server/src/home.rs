@@ -1,0 +1,127 @@
+//! The server home's layout: every path under `--home` is named here, once,
+//! so nobody rebuilds `tenants/…/workspaces` or `runtime/…` by hand.
+//!
+//! ```text
+//! <home>/
+//!   demiurge.db                                  SQLite database (without a database URL)
+//!   node_id                                      this node's id
+//!   keys/                                        the JWT signing key
+//!   tenants/<tenant>/agents/                     the tenant's agent cores (a git tree)
+//!   tenants/<tenant>/workspaces/<principal>/<ws>/  session workspaces, private per principal
+//!   runtime/processes/                           records of running process groups
+//!   runtime/artifacts/<tenant>/…                 terminal output (counted by the storage quota)
+//!   runtime/terminal-home/<tenant>/<principal>/  HOME of terminal commands
+//!   runtime/tmp/<tenant>/<principal>/            TMPDIR of terminal commands
+//!   runtime/session-state/<session>/             per-session tool state
+//! ```
+//!
+//! Pure: it only names paths; creating them (with private permissions) is up
+//! to the caller. Tenant and principal segments are parsed ids, so they can
+//! never climb out of their folder.
+
+use std::path::{Path, PathBuf};
+
+use crate::ids::{PrincipalId, TenantId};
+
+/// The paths under one server home.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HomeLayout {
+    root: PathBuf,
+}
+
+impl HomeLayout {
+    /// The layout under `root` (the `--home` folder).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        HomeLayout { root: root.into() }
+    }
+
+    /// The home itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The SQLite database used when no database URL is configured.
+    pub fn database_file(&self) -> PathBuf {
+        self.root.join("demiurge.db")
+    }
+
+    /// This node's id, written on first start.
+    pub fn node_id_file(&self) -> PathBuf {
+        self.root.join("node_id")
+    }
+
+    /// The folder of the JWT signing key.
+    pub fn keys_dir(&self) -> PathBuf {
+        self.root.join("keys")
+    }
+
+    /// Everything one tenant owns outside the database.
+    pub fn tenant_dir(&self, tenant: &TenantId) -> PathBuf {
+        self.root.join("tenants").join(tenant.as_str())
+    }
+
+    /// The tenant's agent cores (a git tree).
+    pub fn agents_dir(&self, tenant: &TenantId) -> PathBuf {
+        self.tenant_dir(tenant).join("agents")
+    }
+
+    /// One of a principal's workspace folders.
+    pub fn workspace_dir(
+        &self,
+        tenant: &TenantId,
+        principal: &PrincipalId,
+        workspace: &str,
+    ) -> PathBuf {
+        self.tenant_dir(tenant)
+            .join("workspaces")
+            .join(principal.as_str())
+            .join(workspace)
+    }
+
+    /// Host-owned state of running work (never a tenant's own files).
+    pub fn runtime_dir(&self) -> PathBuf {
+        self.root.join("runtime")
+    }
+
+    /// Records of running process groups, reaped after a crash.
+    pub fn processes_dir(&self) -> PathBuf {
+        self.runtime_dir().join("processes")
+    }
+
+    /// Terminal artifacts of every tenant:
+    /// `<root>/<tenant>/<session root>/<spawn_id>.<stream>.log`.
+    pub fn artifacts_root(&self) -> PathBuf {
+        self.runtime_dir().join("artifacts")
+    }
+
+    /// One tenant's terminal artifacts (what its storage quota counts).
+    pub fn tenant_artifacts_dir(&self, tenant: &TenantId) -> PathBuf {
+        self.artifacts_root().join(tenant.as_str())
+    }
+
+    /// `HOME` of a principal's terminal commands: dotfiles one principal
+    /// writes never run for another.
+    pub fn terminal_home(&self, tenant: &TenantId, principal: &PrincipalId) -> PathBuf {
+        self.runtime_dir()
+            .join("terminal-home")
+            .join(tenant.as_str())
+            .join(principal.as_str())
+    }
+
+    /// `TMPDIR` of a principal's terminal commands (`/tmp` is outside the walls).
+    pub fn terminal_tmp(&self, tenant: &TenantId, principal: &PrincipalId) -> PathBuf {
+        self.runtime_dir()
+            .join("tmp")
+            .join(tenant.as_str())
+            .join(principal.as_str())
+    }
+
+    /// Per-session tool state.
+    pub fn session_state_dir(&self, session: &str) -> PathBuf {
+        self.runtime_dir().join("session-state").join(session)
+    }
+}
+
+#[cfg(test)]
+#[path = "home_tests.rs"]
+mod tests;
