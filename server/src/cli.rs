@@ -239,6 +239,9 @@ pub struct ServeArgs {
     /// set no policy: `none`, `low`, `medium`, `high` or `critical`.
     #[arg(long, env = "DEMIURGE_MEMBER_MAX_RISK", default_value = "high")]
     pub member_max_risk: String,
+    /// Private writable memory per child process, in bytes (`RLIMIT_DATA`).
+    #[arg(long, env = "DEMIURGE_SANDBOX_MAX_MEMORY", default_value_t = 4 * 1024 * 1024 * 1024)]
+    pub sandbox_max_memory: u64,
     /// First uid of the per-tenant range children switch to on a root server.
     #[arg(long, env = "DEMIURGE_SANDBOX_UID_BASE", default_value_t = 200_000)]
     pub sandbox_uid_base: u32,

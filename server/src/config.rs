@@ -360,12 +360,14 @@ impl Config {
             processes: serve.sandbox_max_processes,
             file_size: serve.sandbox_max_file_size,
             open_files: serve.sandbox_max_open_files,
+            memory: serve.sandbox_max_memory,
         };
         for (name, value, least) in [
             ("--sandbox-cpu-seconds", limits.cpu_seconds, 1),
             ("--sandbox-max-processes", limits.processes, 8),
             ("--sandbox-max-file-size", limits.file_size, 4096),
             ("--sandbox-max-open-files", limits.open_files, 16),
+            ("--sandbox-max-memory", limits.memory, 64 * 1024 * 1024),
         ] {
             if value < least {
                 return Err(ConfigError(format!("{name} {value} is below {least}")));

@@ -258,6 +258,13 @@ impl Application {
         .await;
         app.turns.shutdown(Duration::from_secs(10)).await;
         app.dispatcher.tasks.shutdown(Duration::from_secs(10)).await;
+        // Whatever escaped its command's group (setsid) ends with the server.
+        let ended = tokio::task::spawn_blocking(crate::exec::reaper::end_orphans)
+            .await
+            .unwrap_or(0);
+        if ended > 0 {
+            tracing::info!(ended, "ended processes that had left their command's group");
+        }
         app.store.close().await;
         tracing::info!("stopped");
         Ok(())

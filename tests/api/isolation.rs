@@ -656,3 +656,54 @@ async fn open_streams_end_when_their_principal_is_disabled() {
     .await;
     assert!(ended.is_ok(), "the event stream ends");
 }
+
+#[tokio::test]
+async fn memory_is_limited_per_process_and_escaped_processes_end_with_the_server() {
+    let opts = Opts {
+        args: vec!["--sandbox-max-memory".into(), "104857600".into()],
+        ..Opts::default()
+    };
+    let mut app = spawn_with(Backend::Sqlite, opts).await;
+    let tok = app.token("evil", "mallory");
+    let sid = app.create_session(&tok).await;
+    let evs = run_script(
+        &app,
+        &tok,
+        &sid,
+        terminal("python3 -c \"b = bytearray(300 * 1024 * 1024); print('allocated')\""),
+        "allow_once",
+    )
+    .await;
+    assert_eq!(results(&evs), ["failed"], "{}", result_text(&evs));
+    assert!(
+        result_text(&evs).contains("MemoryError"),
+        "{}",
+        result_text(&evs)
+    );
+    // A process that leaves its command's group outlives the command ...
+    let evs = run_script(
+        &app,
+        &tok,
+        &sid,
+        terminal("setsid sleep 737 > /dev/null 2>&1 < /dev/null & echo started"),
+        "allow_once",
+    )
+    .await;
+    assert_eq!(results(&evs), ["succeeded"], "{}", result_text(&evs));
+    let alive = || {
+        std::process::Command::new("pgrep")
+            .args(["-f", "^sleep 737$"])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    assert!(alive(), "the escaped process runs while the server does");
+    // ... but not the server.
+    app.signal("TERM");
+    assert!(app.wait_exit(std::time::Duration::from_secs(30)).is_some());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while alive() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!alive(), "an escaped process outlived the server");
+}

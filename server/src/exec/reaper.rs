@@ -79,6 +79,44 @@ pub fn reap_orphans() -> usize {
     reaped
 }
 
+/// Ends every orphan still alive among the server's children (processes of
+/// tenants' commands that left their command's group, e.g. with `setsid`,
+/// and outlived it) together with their groups: called at shutdown, after
+/// turns and tasks have ended their own groups, so nothing a tenant started
+/// outlives the server. Returns how many were signalled.
+pub fn end_orphans() -> usize {
+    // SAFETY: getpgrp(2)/getpid(2) cannot fail.
+    let (own_group, own_pid) = unsafe { (libc::getpgrp(), libc::getpid()) };
+    let mut ended = 0;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    for task in tasks.flatten() {
+        let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        for pid in list
+            .split_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+        {
+            let Some((state, group)) = state_and_group(pid) else {
+                continue;
+            };
+            // The server's own helpers (same group) are waited for by their callers.
+            if group == own_group || pid == own_pid || state == 'Z' {
+                continue;
+            }
+            // SAFETY: signals to a child of ours and to its own group.
+            unsafe {
+                libc::kill(-group, libc::SIGKILL);
+                libc::kill(pid, libc::SIGKILL);
+            }
+            ended += 1;
+        }
+    }
+    ended
+}
+
 /// Fields 3 (state) and 5 (process group) of `/proc/<pid>/stat`.
 fn state_and_group(pid: i32) -> Option<(char, i32)> {
     let stat =

@@ -319,6 +319,7 @@ impl Entry {
             (libc::RLIMIT_NPROC, self.limits.processes),
             (libc::RLIMIT_FSIZE, self.limits.file_size),
             (libc::RLIMIT_NOFILE, self.limits.open_files),
+            (libc::RLIMIT_DATA, self.limits.memory),
         ];
         for (resource, value) in limits {
             let limit = libc::rlimit {

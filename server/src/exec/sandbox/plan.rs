@@ -40,6 +40,10 @@ pub struct Limits {
     pub file_size: u64,
     /// `RLIMIT_NOFILE`: open files per process.
     pub open_files: u64,
+    /// `RLIMIT_DATA`, bytes: private writable memory per process (heap and
+    /// anonymous mappings; address space merely reserved, as V8 and Go do,
+    /// does not count).
+    pub memory: u64,
 }
 
 impl Default for Limits {
@@ -49,6 +53,7 @@ impl Default for Limits {
             processes: 512,
             file_size: 1024 * 1024 * 1024,
             open_files: 1024,
+            memory: 4 * 1024 * 1024 * 1024,
         }
     }
 }
