@@ -707,3 +707,35 @@ async fn memory_is_limited_per_process_and_escaped_processes_end_with_the_server
     }
     assert!(!alive(), "an escaped process outlived the server");
 }
+
+#[tokio::test]
+async fn unix_sockets_of_local_services_are_out_of_reach() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("evil", "mallory");
+    let sid = app.create_session(&tok).await;
+    // A local service's socket, open to everyone by its permissions.
+    let dir = traversable_tempdir();
+    let path = dir.path().join("service.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let probe = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); print('connected')\"",
+        path.display()
+    );
+    let evs = run_script(&app, &tok, &sid, terminal(&probe), "allow_once").await;
+    assert_eq!(results(&evs), ["failed"], "{}", result_text(&evs));
+    assert!(!result_text(&evs).contains("connected"));
+    assert!(
+        result_text(&evs).contains("PermissionError"),
+        "{}",
+        result_text(&evs)
+    );
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_err(), "nothing connected");
+    // A socket pair (no path, nothing outside) still works.
+    let pair = "python3 -c \"import socket; a, b = socket.socketpair(); a.send(b'hi'); print(b.recv(2).decode())\"";
+    let evs = run_script(&app, &tok, &sid, terminal(pair), "allow_once").await;
+    assert_eq!(results(&evs), ["succeeded"], "{}", result_text(&evs));
+    assert!(result_text(&evs).contains("hi"));
+}

@@ -329,7 +329,7 @@ fn shell_command(spec: &ExecSpec) -> tokio::process::Command {
     let entry = spec.confinement.as_ref().map(|c| c.entry());
     // SAFETY: the closure runs in the forked child before exec and only makes
     // async-signal-safe syscalls (setsid, and `Entry::enter`'s setrlimit,
-    // unshare, set*id, prctl, landlock) on plain copied data; the ruleset fd
+    // unshare, set*id, prctl, landlock, seccomp) on copied data; the ruleset fd
     // stays open because `spec.confinement` outlives the spawn.
     unsafe {
         command.pre_exec(move || {

@@ -25,6 +25,9 @@
 //!   them under the home get the traverse bit only (`0711`), never read.
 //! * **Resource limits** per command (`setrlimit`: CPU time, processes, file
 //!   size, open files), so a fork bomb or a disk filler stops at the limit.
+//! * **No UNIX sockets**: a seccomp filter makes `socket(AF_UNIX, …)` fail,
+//!   since Landlock does not govern connecting to a socket by path (a local
+//!   database's socket would otherwise be one `connect` away).
 //! * **No network** on request (`terminal.network: none`): Landlock refuses
 //!   TCP, and on a root server the child also gets an empty network namespace.
 //!
@@ -49,7 +52,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use landlock::{
     Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
@@ -77,6 +80,8 @@ pub struct Sandbox {
     server_home: PathBuf,
     /// Folders already handed to their tenant's uid (skip the syscalls).
     prepared: Mutex<HashSet<PathBuf>>,
+    /// The seccomp program every child gets ([`syscall_filter`]).
+    syscalls: Arc<seccompiler::BpfProgram>,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -141,12 +146,24 @@ impl Sandbox {
                 ));
             }
         }
+        let syscalls = match syscall_filter() {
+            Ok(program) => program,
+            Err(why) => {
+                if matches!(availability, Availability::Confined { .. }) {
+                    availability = Availability::Unavailable(format!(
+                        "cannot build the syscall filter: {why}"
+                    ));
+                }
+                Vec::new()
+            }
+        };
         Self {
             settings,
             facts,
             availability,
             server_home,
             prepared: Mutex::new(HashSet::new()),
+            syscalls: Arc::new(syscalls),
         }
     }
 
@@ -214,6 +231,7 @@ impl Sandbox {
         }
         let ruleset = build_ruleset(&plan, self.facts.landlock_abi)?;
         Ok(Some(Confinement {
+            syscalls: self.syscalls.clone(),
             ruleset,
             ids: plan.ids,
             limits: plan.limits,
@@ -276,6 +294,8 @@ impl Sandbox {
 #[derive(Debug)]
 pub struct Confinement {
     ruleset: OwnedFd,
+    /// The seccomp program (shared by every child; built once).
+    syscalls: Arc<seccompiler::BpfProgram>,
     ids: Option<(u32, u32)>,
     limits: Limits,
     new_netns: bool,
@@ -292,6 +312,7 @@ impl Confinement {
     /// closure owns plain data (and keeps the ruleset fd open).
     pub(crate) fn entry(&self) -> Entry {
         Entry {
+            syscalls: self.syscalls.clone(),
             ruleset_fd: self.ruleset.as_raw_fd(),
             ids: self.ids,
             limits: self.limits,
@@ -301,8 +322,10 @@ impl Confinement {
 }
 
 /// Plain data for the forked child.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Entry {
+    /// Shared and read-only in the child: no allocation, no refcount change.
+    syscalls: Arc<seccompiler::BpfProgram>,
     ruleset_fd: i32,
     ids: Option<(u32, u32)>,
     limits: Limits,
@@ -358,8 +381,45 @@ impl Entry {
                 return Err(io::Error::last_os_error());
             }
         }
+        // Builds a `sock_fprog` on the stack and calls seccomp(2): no allocation.
+        if seccompiler::apply_filter(&self.syscalls).is_err() {
+            // No allocation after fork: a fixed error, not the library's.
+            return Err(io::Error::from_raw_os_error(libc::EPERM));
+        }
         Ok(())
     }
+}
+
+/// The seccomp program of every child: `socket(AF_UNIX, …)` fails with
+/// `EPERM`. Landlock does not cover connecting to a UNIX socket by path
+/// (a local PostgreSQL, Redis or Docker socket would be reachable), and a
+/// child has no business opening one; `socketpair` (no path) still works.
+/// Everything else is allowed. Built once per server.
+fn syscall_filter() -> Result<seccompiler::BpfProgram, String> {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let unix = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        libc::AF_UNIX as u64,
+    )
+    .map_err(|e| e.to_string())?;
+    let rules = std::collections::BTreeMap::from([(
+        libc::SYS_socket,
+        vec![SeccompRule::new(vec![unix]).map_err(|e| e.to_string())?],
+    )]);
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    seccompiler::BpfProgram::try_from(filter).map_err(|e| e.to_string())
 }
 
 /// The kernel's Landlock ABI version (≤ 0 when unsupported).
