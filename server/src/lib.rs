@@ -4,7 +4,8 @@
 //!
 //! - [`config`]: settings from flags and `DEMIURGE_*` variables, parsed once.
 //! - [`startup`]: builds the [`app::App`], binds the listener, serves and drains.
-//! - [`api`]: HTTP/SSE/WebSocket routes; thin: parse, call the host, map errors.
+//! - [`api`]: HTTP/SSE/WebSocket routes; thin: parse, call the host, map errors
+//!   (`api::error`: every rejection is the JSON envelope; `api::doc`: the OpenAPI document).
 //! - [`auth`]: JWT issue/verify, the immutable [`auth::PrincipalScope`], rate limits.
 //! - [`store`]: every SQL statement, on SQLite or PostgreSQL through one pool.
 //! - [`events`]: the durable event log (persist, then fan out).
