@@ -176,3 +176,41 @@ pub async fn session_events(
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn with_header(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert("last-event-id", HeaderValue::from_str(v).unwrap());
+        h
+    }
+
+    #[test]
+    fn resume_point_prefers_the_header_and_refuses_bad_values() {
+        let none = HeaderMap::new();
+        assert_eq!(resume_point(&none, None).unwrap(), 0);
+        assert_eq!(resume_point(&none, Some(7)).unwrap(), 7);
+        assert_eq!(resume_point(&with_header("12"), Some(7)).unwrap(), 12);
+        assert_eq!(resume_point(&with_header(" 3 "), None).unwrap(), 3);
+        // A negative header is clamped (browsers never send one).
+        assert_eq!(resume_point(&with_header("-4"), None).unwrap(), 0);
+        for (h, after) in [
+            (none.clone(), Some(-1)),
+            // A bad `after` is refused even when the header overrides it.
+            (with_header("0"), Some(-1)),
+            (with_header("null"), None),
+            (with_header(""), Some(1)),
+            (with_header("99999999999999999999"), None),
+        ] {
+            let e = resume_point(&h, after).unwrap_err();
+            assert_eq!(
+                e.status,
+                axum::http::StatusCode::BAD_REQUEST,
+                "{h:?} {after:?}"
+            );
+        }
+    }
+}
