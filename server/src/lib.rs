@@ -8,7 +8,8 @@
 //! - [`startup`]: builds the [`app::App`], binds the listener, serves and drains;
 //!   [`bootstrap`] prepares a fresh home; [`telemetry`] sets up logging.
 //! - [`home`]: [`home::HomeLayout`], the one place that names every path under the home.
-//! - [`api`]: HTTP/SSE/WebSocket routes; thin: parse, call the host, map errors.
+//! - [`api`]: HTTP/SSE/WebSocket routes; thin: parse, call the host, map errors
+//!   (`api::error`: every rejection is the JSON envelope; `api::doc`: the OpenAPI document).
 //! - [`auth`]: JWT issue/verify, the immutable [`auth::PrincipalScope`], rate limits.
 //! - [`store`]: every SQL statement, on SQLite or PostgreSQL through one pool.
 //! - [`events`]: the durable event log (persist, then fan out).

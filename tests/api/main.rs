@@ -3,6 +3,7 @@
 //! to it over HTTP, SSE and WebSocket like any client would.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod apidoc;
 mod auth;
 mod authority;
 mod effects;

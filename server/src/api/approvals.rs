@@ -1,22 +1,24 @@
 //! Approvals and clarifications: the caller's pending requests and decisions,
 //! and for tenant operators the tenant's requests that need an operator.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::{ApiJson, Auth};
+use super::extract::{ApiJson, ApiPath, ApiQuery, Auth};
 use crate::app::SharedApp;
 use crate::dispatch::approvals::Decision;
 use crate::error::Error;
 use crate::store::ApprovalRow;
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ApprovalQuery {
-    /// `pending`, `allowed`, `denied` or `expired`; all when absent.
+    /// `pending`, `allowed`, `denied` or `expired`; all when absent or empty.
+    #[param(pattern = "^(|pending|allowed|denied|expired)$")]
     pub state: Option<String>,
 }
 
@@ -85,13 +87,16 @@ pub struct ApprovalList {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecideApproval {
-    /// `allow_once`, `allow_session` or `deny`.
+    /// `allow_once`, `allow_session` (when the request offers it) or `deny`.
+    #[schema(pattern = "^(allow_once|allow_session|deny)$")]
     pub decision: String,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerClarification {
+    /// At most 20000 characters.
+    #[schema(max_length = 20000)]
     pub answer: String,
 }
 
@@ -103,7 +108,7 @@ pub struct AnswerClarification {
 pub async fn list_approvals(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Query(q): Query<ApprovalQuery>,
+    ApiQuery(q): ApiQuery<ApprovalQuery>,
 ) -> ApiResult<Json<ApprovalList>> {
     let state = q.state.as_deref().filter(|s| !s.is_empty());
     if let Some(s) = state {
@@ -132,7 +137,7 @@ pub async fn list_approvals(
 /// Decide one of the caller's pending approvals (or, for tenant operators and
 /// admins, one of the tenant's that needs an operator).
 #[utoipa::path(post, path = "/v1/approvals/{id}", tag = "approvals", request_body = DecideApproval,
-    params(("id" = String, Path, description = "Approval id")),
+    params(("id" = String, Path, format = Uuid, description = "Approval id")),
     responses((status = 200, body = ApprovalView), (status = 400, body = ErrorBody),
         (status = 403, description = "the caller's own request needs a tenant operator", body = ErrorBody),
         (status = 404, body = ErrorBody),
@@ -141,7 +146,7 @@ pub async fn list_approvals(
 pub async fn decide_approval(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<DecideApproval>,
 ) -> ApiResult<Json<ApprovalView>> {
     let id = parse_id(&id, "approval id")?;
@@ -161,13 +166,13 @@ pub async fn decide_approval(
 
 /// Answer a `clarify` question of the caller's turn.
 #[utoipa::path(post, path = "/v1/clarifications/{id}", tag = "approvals", request_body = AnswerClarification,
-    params(("id" = String, Path, description = "Clarification id")),
+    params(("id" = String, Path, format = Uuid, description = "Clarification id")),
     responses((status = 204), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn answer_clarification(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<AnswerClarification>,
 ) -> ApiResult<StatusCode> {
     let id = parse_id(&id, "clarification id")?;

@@ -4,28 +4,34 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::sse::{Event as SseFrame, KeepAlive, Sse};
 use futures_util::stream::{self, Stream};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ApiResult, ErrorBody};
-use super::extract::Auth;
+use super::extract::{ApiPath, ApiQuery, Auth};
 use super::sessions::session_id;
 use crate::app::SharedApp;
 use crate::events::{OnLag, Subscription};
 use crate::metrics::{StreamGuard, StreamKind};
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AfterQuery {
     /// Only events with a greater `seq` (default 0: everything).
+    #[param(minimum = 0)]
     pub after: Option<i64>,
 }
 
 /// Where to resume: `Last-Event-ID` wins over `?after=`, as browsers send it on reconnect.
 pub(super) fn resume_point(headers: &HeaderMap, after: Option<i64>) -> Result<i64, ApiError> {
+    // A bad `after` is refused even when the header overrides it.
+    if let Some(n) = after.filter(|n| *n < 0) {
+        return Err(crate::error::Error::Invalid(format!("after {n} is negative")).into());
+    }
     if let Some(v) = headers.get("last-event-id") {
         let s = v.to_str().unwrap_or("");
         return s.trim().parse::<i64>().map(|n| n.max(0)).map_err(|_| {
@@ -45,6 +51,74 @@ pub(super) fn resume_point(headers: &HeaderMap, after: Option<i64>) -> Result<i6
     }
 }
 
+/// One event, as an SSE `data:` line and a WebSocket text frame carry it.
+/// (Documentation only: events are serialised once by the event log.)
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)]
+pub struct Event {
+    /// Per-session sequence number; only grows.
+    #[schema(minimum = 1)]
+    pub seq: i64,
+    #[schema(format = Uuid)]
+    pub session_id: String,
+    /// The turn it belongs to, if any.
+    #[schema(format = Uuid)]
+    pub turn_id: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: EventType,
+    /// RFC 3339, UTC.
+    #[schema(format = DateTime)]
+    pub at: String,
+    /// The payload of this type (the operator view: secrets redacted).
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+}
+
+/// What happened.
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)]
+pub enum EventType {
+    #[serde(rename = "turn.started")]
+    TurnStarted,
+    #[serde(rename = "message")]
+    Message,
+    #[serde(rename = "tool.call")]
+    ToolCall,
+    #[serde(rename = "tool.output")]
+    ToolOutput,
+    #[serde(rename = "tool.result")]
+    ToolResult,
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested,
+    #[serde(rename = "approval.resolved")]
+    ApprovalResolved,
+    #[serde(rename = "clarify.requested")]
+    ClarifyRequested,
+    #[serde(rename = "clarify.answered")]
+    ClarifyAnswered,
+    #[serde(rename = "task.updated")]
+    TaskUpdated,
+    #[serde(rename = "turn.completed")]
+    TurnCompleted,
+    #[serde(rename = "turn.failed")]
+    TurnFailed,
+    #[serde(rename = "turn.cancelled")]
+    TurnCancelled,
+}
+
+/// One Server-Sent Event of `GET /v1/sessions/{id}/events` (keep-alive
+/// comments aside). `data` holds one [`Event`] as JSON.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct SseEvent {
+    /// The event's `seq`; send it back as `Last-Event-ID` to resume.
+    #[schema(pattern = "^[0-9]+$")]
+    pub id: String,
+    /// One `Event`, as JSON.
+    #[schema(content_media_type = "application/json")]
+    pub data: String,
+}
+
 struct SseState {
     sub: Subscription,
     app: SharedApp,
@@ -56,18 +130,21 @@ struct SseState {
 
 /// A session's events as Server-Sent Events.
 #[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "events",
-    params(("id" = String, Path, description = "Session id"), AfterQuery,
-        ("Last-Event-ID" = Option<String>, Header, description = "Resume after this seq")),
-    responses((status = 200, content_type = "text/event-stream", description = "`data:` is one event JSON; `id:` its seq", body = String),
+    params(("id" = String, Path, format = Uuid, description = "Session id"), AfterQuery,
+        ("Last-Event-ID" = Option<String>, Header, nullable = false, pattern = "^-?[0-9]{1,18}$", description = "Resume after this seq (wins over `after`)")),
+    responses((status = 200, content_type = "text/event-stream", body = SseEvent,
+            description = "Server-Sent Events: each `data:` is one `Event` as JSON and `id:` its seq; \
+                a comment every 15 s keeps the connection alive; the stream ends when the server shuts down."),
+        (status = 400, description = "A malformed session id, `after` or `Last-Event-ID`", body = ErrorBody),
         (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn session_events(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path(id): Path<String>,
-    Query(q): Query<AfterQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<AfterQuery>,
     headers: HeaderMap,
-) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+) -> ApiResult<Sse<impl Stream<Item = Result<SseFrame, Infallible>>>> {
     let sid = session_id(&id)?;
     let after = resume_point(&headers, q.after)?;
     let session = app
@@ -102,7 +179,7 @@ pub async fn session_events(
         };
         match next {
             Ok(Some(ev)) => {
-                let item = SseEvent::default()
+                let item = SseFrame::default()
                     .id(ev.seq.to_string())
                     .data(ev.json.as_str());
                 Some((Ok(item), st))
@@ -115,4 +192,42 @@ pub async fn session_events(
         }
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn with_header(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert("last-event-id", HeaderValue::from_str(v).unwrap());
+        h
+    }
+
+    #[test]
+    fn resume_point_prefers_the_header_and_refuses_bad_values() {
+        let none = HeaderMap::new();
+        assert_eq!(resume_point(&none, None).unwrap(), 0);
+        assert_eq!(resume_point(&none, Some(7)).unwrap(), 7);
+        assert_eq!(resume_point(&with_header("12"), Some(7)).unwrap(), 12);
+        assert_eq!(resume_point(&with_header(" 3 "), None).unwrap(), 3);
+        // A negative header is clamped (browsers never send one).
+        assert_eq!(resume_point(&with_header("-4"), None).unwrap(), 0);
+        for (h, after) in [
+            (none.clone(), Some(-1)),
+            // A bad `after` is refused even when the header overrides it.
+            (with_header("0"), Some(-1)),
+            (with_header("null"), None),
+            (with_header(""), Some(1)),
+            (with_header("99999999999999999999"), None),
+        ] {
+            let e = resume_point(&h, after).unwrap_err();
+            assert_eq!(
+                e.status,
+                axum::http::StatusCode::BAD_REQUEST,
+                "{h:?} {after:?}"
+            );
+        }
+    }
 }

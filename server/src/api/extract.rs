@@ -103,3 +103,50 @@ fn json_rejection(rej: JsonRejection) -> ApiError {
     };
     ApiError::new(status, code, rej.body_text())
 }
+
+/// A query string; a malformed one is a 400 in our envelope (axum's own
+/// rejection answers `text/plain`).
+pub struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(v)| ApiQuery(v))
+            .map_err(|rej| {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", rej.body_text())
+            })
+    }
+}
+
+/// Path parameters; a segment that does not decode is a 400 in our envelope.
+pub struct ApiPath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(v)) => Ok(ApiPath(v)),
+            Err(rej) if rej.status().is_client_error() => Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                rej.body_text(),
+            )),
+            // A route whose parameters do not match its handler: our bug, not the caller's.
+            Err(rej) => {
+                Err(Error::Internal(anyhow::anyhow!("path parameters: {}", rej.body_text())).into())
+            }
+        }
+    }
+}

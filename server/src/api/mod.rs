@@ -3,6 +3,7 @@
 
 pub mod approvals;
 pub mod console;
+pub mod doc;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -26,56 +27,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use tower_http::timeout::TimeoutLayer;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi};
 
 use crate::app::SharedApp;
 use error::ApiError;
 
-#[derive(OpenApi)]
-#[openapi(
-    info(title = "demiurge", description = "A multi-tenant host for Demiurge-style Agent Cores."),
-    paths(
-        health::healthz, health::readyz, health::metrics, health::openapi_json,
-        sessions::create_session, sessions::list_sessions, sessions::get_session,
-        turns::start_turn, turns::get_turn, turns::cancel_turn,
-        events::session_events, stream::session_stream,
-        tools::list_tools, turns::call_tool,
-        approvals::list_approvals, approvals::decide_approval, approvals::answer_clarification,
-        tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs, search::search,
-        tokens::issue_token, tokens::revoke_tokens,
-        principals::disable_principal, principals::enable_principal,
-        tenant_policy::get_tenant_policy, tenant_policy::put_tenant_policy,
-    ),
-    modifiers(&BearerAuth),
-    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "operations"))
-)]
-pub struct ApiDoc;
-
-struct BearerAuth;
-
-impl Modify for BearerAuth {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(
-                HttpBuilder::new()
-                    .scheme(HttpAuthScheme::Bearer)
-                    .bearer_format("JWT")
-                    .build(),
-            ),
-        );
-    }
-}
-
-/// The OpenAPI document as pretty JSON (what `demiurge openapi` prints).
-pub fn openapi_document() -> String {
-    let mut doc = ApiDoc::openapi();
-    // The version is the document's, not the build's, so the checked-in copy stays stable.
-    doc.info.version = "1".into();
-    doc.to_pretty_json().unwrap_or_else(|_| "{}".into())
-}
+pub use doc::{openapi_document, ApiDoc};
 
 /// Every route, with limits and middleware.
 pub fn router(app: SharedApp) -> Router {
@@ -143,6 +99,7 @@ pub fn router(app: SharedApp) -> Router {
         .merge(docs)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn(error::envelope_errors))
         .layer(DefaultBodyLimit::max(app.config.body_limit))
         .layer(middleware::from_fn_with_state(app.clone(), count_responses))
         .with_state(app)

@@ -1,12 +1,12 @@
 //! Principals of the caller's tenant (tenant admins): disable and enable.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::Auth;
+use super::extract::{ApiPath, Auth};
 use crate::app::SharedApp;
 use crate::auth::admin;
 use crate::ids::PrincipalId;
@@ -45,27 +45,27 @@ async fn set(
 /// Disable a principal of the caller's tenant: all its tokens are refused on
 /// every instance within a second (tenant admins; not yourself).
 #[utoipa::path(post, path = "/v1/principals/{id}/disable", tag = "tokens",
-    params(("id" = String, Path, description = "Principal id")),
+    params(("id" = String, Path, pattern = "^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$", description = "Principal id")),
     responses((status = 200, body = PrincipalState), (status = 400, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 409, description = "disabling yourself", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn disable_principal(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<PrincipalState>> {
     set(app, scope, &id, true).await
 }
 
 /// Enable a principal again; tokens revoked meanwhile stay revoked.
 #[utoipa::path(post, path = "/v1/principals/{id}/enable", tag = "tokens",
-    params(("id" = String, Path, description = "Principal id")),
+    params(("id" = String, Path, pattern = "^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$", description = "Principal id")),
     responses((status = 200, body = PrincipalState), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn enable_principal(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<PrincipalState>> {
     set(app, scope, &id, false).await
 }

@@ -1,22 +1,28 @@
 //! Owner-scoped history search over the caller's own sessions.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::Auth;
+use super::extract::{ApiQuery, Auth};
 use crate::app::SharedApp;
 use crate::error::Error;
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SearchQuery {
     /// Text to find (case-insensitive), 1 to 200 characters.
+    #[param(min_length = 1, max_length = 200, pattern = "\\S")]
     pub q: String,
-    /// Only this session of the caller's.
+    /// Only this session of the caller's (empty: all).
+    #[param(
+        pattern = "^(|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
+    )]
     pub session: Option<String>,
     /// Most results, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
 }
 
@@ -42,7 +48,7 @@ pub struct SearchResults {
 pub async fn search(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Query(q): Query<SearchQuery>,
+    ApiQuery(q): ApiQuery<SearchQuery>,
 ) -> ApiResult<Json<SearchResults>> {
     let needle = q.q.trim();
     if needle.is_empty() || needle.chars().count() > 200 {

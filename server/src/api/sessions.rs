@@ -1,13 +1,13 @@
 //! Sessions: create, list (cursor-paginated), get; always the caller's own.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ApiResult, ErrorBody};
-use super::extract::{ApiJson, Auth};
+use super::extract::{ApiJson, ApiPath, ApiQuery, Auth};
 use crate::app::SharedApp;
 use crate::ids::{CoreId, SessionId, WorkspaceName};
 use crate::store::{NewSession, SessionRow};
@@ -16,10 +16,13 @@ use crate::store::{NewSession, SessionRow};
 #[serde(deny_unknown_fields)]
 pub struct CreateSession {
     /// Free text, at most 200 characters.
+    #[schema(max_length = 200)]
     pub title: Option<String>,
-    /// The Agent Core to run (default `assistant`).
+    /// The Agent Core to run (default `assistant`); one of the tenant's cores.
+    #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
     pub core: Option<String>,
     /// One of the caller's own workspace folders (default `default`).
+    #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
     pub workspace: Option<String>,
 }
 
@@ -60,10 +63,15 @@ pub struct SessionPage {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// The `next_cursor` of the previous page.
+    /// The `next_cursor` of the previous page (empty: the first page).
+    #[param(
+        pattern = "^(|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
+    )]
     pub cursor: Option<String>,
     /// Page size, 1 to 200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
 }
 
@@ -135,7 +143,7 @@ pub async fn create_session(
 pub async fn list_sessions(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Query(q): Query<ListQuery>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<SessionPage>> {
     let limit = q.limit.unwrap_or(50);
     if !(1..=200).contains(&limit) {
@@ -170,13 +178,13 @@ pub async fn list_sessions(
 }
 
 /// One of the caller's sessions.
-#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "Session id")),
+#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions", params(("id" = String, Path, format = Uuid, description = "Session id")),
     responses((status = 200, body = SessionView), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_session(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<SessionView>> {
     let id = session_id(&id)?;
     let row = app

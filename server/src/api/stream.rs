@@ -7,14 +7,16 @@
 
 use std::time::Duration;
 
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
+use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::error::ApiResult;
+use super::error::{ApiError, ApiResult, ErrorBody};
 use super::events::{resume_point, AfterQuery};
-use super::extract::{admit, bearer};
+use super::extract::{admit, bearer, ApiPath, ApiQuery};
 use super::sessions::session_id;
 use crate::app::SharedApp;
 use crate::auth::PrincipalScope;
@@ -41,19 +43,44 @@ impl FromRequestParts<SharedApp> for MaybeBearer {
     }
 }
 
-/// A session's events over WebSocket.
+/// A session's events over WebSocket (a `GET` with the WebSocket handshake
+/// headers: `Connection: Upgrade`, `Upgrade: websocket`,
+/// `Sec-WebSocket-Version: 13`, `Sec-WebSocket-Key`).
 #[utoipa::path(get, path = "/v1/sessions/{id}/stream", tag = "events",
-    params(("id" = String, Path, description = "Session id"), AfterQuery),
-    responses((status = 101, description = "WebSocket; text frames are event JSON. Close 4001 bad auth, 4004 not found, 4008 fell behind")),
-    security(("bearer" = [])))]
+    params(("id" = String, Path, format = Uuid, description = "Session id"), AfterQuery),
+    responses(
+        (status = 101, description = "Switched to WebSocket. Text frames are event JSON (the `Event` schema). \
+            Without an `Authorization` header the first client frame must be `{\"type\":\"auth\",\"token\":\"…\"}`; \
+            a client frame `{\"type\":\"approval\",\"approval_id\",\"decision\"}` decides an approval. \
+            Close codes: 4001 bad auth, 4004 no such session, 4008 fell behind (resume after the seq in the reason), \
+            1001 server shutting down.",
+            headers(("Upgrade" = String, description = "`websocket`"), ("Connection" = String, description = "`upgrade`"),
+                ("Sec-WebSocket-Accept" = String, description = "The handshake answer"))),
+        (status = 400, description = "Not a WebSocket handshake (checked after the token), a malformed id or `after`", body = ErrorBody),
+        (status = 401, description = "Not a handshake and no valid bearer token", body = ErrorBody),
+        (status = 405, description = "Not a `GET`", body = ErrorBody),
+        (status = 426, description = "The connection cannot be upgraded", body = ErrorBody)),
+    // The token may come in the first frame instead of the header.
+    security(("bearer" = []), ()))]
 pub async fn session_stream(
     State(app): State<SharedApp>,
-    Path(id): Path<String>,
-    Query(q): Query<AfterQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<AfterQuery>,
     MaybeBearer(token): MaybeBearer,
     headers: axum::http::HeaderMap,
-    ws: WebSocketUpgrade,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> ApiResult<Response> {
+    let ws = match ws {
+        Ok(ws) => ws,
+        // Not a handshake: nothing can carry an auth frame, so the header
+        // decides, and a caller without a valid token learns only that (401).
+        Err(rej) => {
+            admit(&app, token.as_deref())?;
+            session_id(&id)?;
+            resume_point(&headers, q.after)?;
+            return Err(upgrade_rejection(rej));
+        }
+    };
     let sid = session_id(&id)?;
     let after = resume_point(&headers, q.after)?;
     // Small buffers: an idle subscriber should cost a few KiB, not the
@@ -64,6 +91,17 @@ pub async fn session_stream(
         .max_write_buffer_size(1024 * 1024)
         .max_message_size(64 * 1024)
         .on_upgrade(move |socket| serve_socket(app, socket, sid, after, token)))
+}
+
+/// A request that is not a WebSocket handshake, in our envelope.
+fn upgrade_rejection(rej: WebSocketUpgradeRejection) -> ApiError {
+    let status = rej.status();
+    let code = if status == StatusCode::UPGRADE_REQUIRED {
+        "upgrade_required"
+    } else {
+        "invalid_request"
+    };
+    ApiError::new(status, code, rej.body_text())
 }
 
 async fn close(socket: &mut WebSocket, code: u16, reason: &str) {

@@ -1,12 +1,12 @@
 //! Background tasks: the caller's tasks, cancellation, and (operators) logs.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::Auth;
+use super::extract::{ApiPath, ApiQuery, Auth};
 use crate::app::SharedApp;
 use crate::error::Error;
 use crate::store::TaskRow;
@@ -50,12 +50,17 @@ pub struct TaskList {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TaskQuery {
-    /// Only tasks of this session.
+    /// Only tasks of this session (empty: all).
+    #[param(
+        pattern = "^(|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
+    )]
     pub session: Option<String>,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LogQuery {
     /// Only log rows after this row id.
     pub after: Option<i64>,
@@ -94,7 +99,7 @@ fn task_id(raw: &str) -> Result<&str, Error> {
 pub async fn list_tasks(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Query(q): Query<TaskQuery>,
+    ApiQuery(q): ApiQuery<TaskQuery>,
 ) -> ApiResult<Json<TaskList>> {
     let session = match q.session.as_deref().filter(|s| !s.is_empty()) {
         Some(s) => Some(super::sessions::session_id(s)?.to_string()),
@@ -111,38 +116,38 @@ pub async fn list_tasks(
 }
 
 /// One of the caller's tasks.
-#[utoipa::path(get, path = "/v1/tasks/{id}", tag = "tasks", params(("id" = String, Path, description = "Task id")),
+#[utoipa::path(get, path = "/v1/tasks/{id}", tag = "tasks", params(("id" = String, Path, pattern = "^task_[0-9a-fA-F]{0,59}$", description = "Task id")),
     responses((status = 200, body = TaskView), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
 pub async fn get_task(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskView>> {
     let row = app.dispatcher.tasks.get(&scope, task_id(&id)?).await?;
     Ok(Json(row.into()))
 }
 
 /// Cancel one of the caller's tasks: ends its process tree; idempotent.
-#[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = "tasks", params(("id" = String, Path, description = "Task id")),
+#[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = "tasks", params(("id" = String, Path, pattern = "^task_[0-9a-fA-F]{0,59}$", description = "Task id")),
     responses((status = 200, body = TaskView), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
 pub async fn cancel_task(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskView>> {
     let row = app.dispatcher.tasks.cancel(&scope, task_id(&id)?).await?;
     Ok(Json(row.into()))
 }
 
 /// A task's log (operators only; any task of the operator's tenant).
-#[utoipa::path(get, path = "/v1/tasks/{id}/logs", tag = "tasks", params(("id" = String, Path, description = "Task id"), LogQuery),
+#[utoipa::path(get, path = "/v1/tasks/{id}/logs", tag = "tasks", params(("id" = String, Path, pattern = "^task_[0-9a-fA-F]{0,59}$", description = "Task id"), LogQuery),
     responses((status = 200, body = TaskLogs), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn task_logs(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path(id): Path<String>,
-    Query(q): Query<LogQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<LogQuery>,
 ) -> ApiResult<Json<TaskLogs>> {
     let rows = app
         .dispatcher

@@ -30,6 +30,7 @@ pub struct TenantPolicyView {
 #[serde(deny_unknown_fields)]
 pub struct SetTenantPolicy {
     /// `none`, `low`, `medium`, `high` or `critical`.
+    #[schema(pattern = "^(none|low|medium|high|critical)$")]
     pub member_max_risk: String,
 }
 

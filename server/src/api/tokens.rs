@@ -17,12 +17,15 @@ use crate::ids::PrincipalId;
 #[serde(deny_unknown_fields)]
 pub struct IssueToken {
     /// The principal of your tenant (created if missing).
+    #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")]
     pub principal: String,
     /// `member` (default), `operator` or `admin`.
+    #[schema(pattern = "^(member|operator|admin)$")]
     pub role: Option<String>,
     /// Lifetime, e.g. `1h` (default), `30m`, `7d`; at most the server's `--token-max-ttl`.
     pub ttl: Option<String>,
     /// Optional; when given it must be your own tenant.
+    #[schema(pattern = "^[a-z0-9][a-z0-9_-]{0,62}$")]
     pub tenant: Option<String>,
 }
 
@@ -39,10 +42,24 @@ pub struct IssuedTokenView {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RevokeTokens {
-    /// Revoke the token with this `jti` (in your tenant).
+    /// Revoke the token with this `jti` (in your tenant); give exactly one of `jti` and `principal`.
+    #[schema(max_length = 200, pattern = "\\S")]
     pub jti: Option<String>,
     /// Or revoke every token of this principal issued until now.
+    #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")]
     pub principal: Option<String>,
+}
+
+/// `RevokeTokens` takes exactly one of `jti` and `principal` (what
+/// `admin::revoke_target` accepts); utoipa cannot derive that, `doc` patches it in.
+pub(super) fn revoke_one_of() -> serde_json::Value {
+    let one = |given: &str, absent: &str| {
+        serde_json::json!({
+            "required": [given],
+            "properties": {given: {"type": "string"}, absent: {"type": "null"}}
+        })
+    };
+    serde_json::json!([one("jti", "principal"), one("principal", "jti")])
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -1,26 +1,26 @@
 //! The session's resolved tool catalog, as `tools_list` shows it.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::Value;
 
 use super::error::{ApiError, ApiResult, ErrorBody};
-use super::extract::Auth;
+use super::extract::{ApiPath, Auth};
 use super::sessions::session_id;
 use crate::app::SharedApp;
 use crate::ids::CoreId;
 
 /// The tools a turn of this session can see and call.
 #[utoipa::path(get, path = "/v1/sessions/{id}/tools", tag = "tools",
-    params(("id" = String, Path, description = "Session id")),
+    params(("id" = String, Path, format = Uuid, description = "Session id")),
     responses((status = 200, description = "`{\"core_id\", \"tools\": [...], \"unavailable\": [...]}`", body = Object),
         (status = 404, body = ErrorBody), (status = 409, description = "the session's core fails to load", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list_tools(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<Value>> {
     let sid = session_id(&id)?;
     let session = app

@@ -1,6 +1,6 @@
 //! Turns: start (202), status, cancel (owner-checked, idempotent).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -8,7 +8,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::{ApiJson, Auth};
+use super::extract::{ApiJson, ApiPath, Auth};
 use super::sessions::session_id;
 use crate::app::SharedApp;
 use crate::ids::TurnId;
@@ -19,9 +19,40 @@ use crate::store::TurnRow;
 pub struct StartTurn {
     /// The user's message.
     pub input: String,
-    /// Fake provider only: steps to play, `{"content": …}` or `{"tool_calls": [{"name", "arguments"}]}`.
+    /// Fake provider only: steps to play, `{"content": …}` or `{"tool_calls": [{"name", "arguments"}]}`
+    /// (its exact schema is [`script_schema`]).
     #[schema(value_type = Option<Vec<Object>>)]
     pub script: Option<Value>,
+}
+
+/// The JSON Schema of `StartTurn.script`, exactly what `turn::script::parse`
+/// accepts (utoipa cannot derive it from a `Value`; `doc` patches it in).
+pub(super) fn script_schema() -> Value {
+    let call = serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["name"],
+        "properties": {
+            "name": {"type": "string", "pattern": "\\S"},
+            "arguments": {"type": "object"}
+        }
+    });
+    serde_json::json!({
+        "type": ["array", "null"],
+        "maxItems": crate::turn::script::MAX_STEPS,
+        "items": {
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "content": {"type": ["string", "null"]},
+                "tool_calls": {"type": "array", "items": call}
+            },
+            "anyOf": [
+                {"required": ["content"], "properties": {"content": {"type": "string"}}},
+                {"required": ["tool_calls"], "properties": {"tool_calls": {"minItems": 1}}}
+            ]
+        }
+    })
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -69,14 +100,15 @@ fn turn_id(raw: &str) -> Result<TurnId, super::error::ApiError> {
 
 /// Start a turn; its events stream on `…/events` and `…/stream`.
 #[utoipa::path(post, path = "/v1/sessions/{id}/turns", tag = "turns", request_body = StartTurn,
-    params(("id" = String, Path, description = "Session id")),
+    params(("id" = String, Path, format = Uuid, description = "Session id")),
     responses((status = 202, body = TurnStarted), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, description = "another turn of the session is running", body = ErrorBody)),
+        (status = 409, description = "another turn of the session is running", body = ErrorBody),
+        (status = 503, description = "the server is shutting down", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn start_turn(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<StartTurn>,
 ) -> ApiResult<(StatusCode, Json<TurnStarted>)> {
     let sid = session_id(&id)?;
@@ -94,13 +126,13 @@ pub async fn start_turn(
 
 /// Turn status and final output.
 #[utoipa::path(get, path = "/v1/sessions/{id}/turns/{turn_id}", tag = "turns",
-    params(("id" = String, Path, description = "Session id"), ("turn_id" = String, Path, description = "Turn id")),
+    params(("id" = String, Path, format = Uuid, description = "Session id"), ("turn_id" = String, Path, format = Uuid, description = "Turn id")),
     responses((status = 200, body = TurnView), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_turn(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path((id, tid)): Path<(String, String)>,
+    ApiPath((id, tid)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<TurnView>> {
     let row = app
         .turns
@@ -111,13 +143,13 @@ pub async fn get_turn(
 
 /// Cancel a running turn; cancelling a finished turn returns it unchanged.
 #[utoipa::path(post, path = "/v1/sessions/{id}/turns/{turn_id}/cancel", tag = "turns",
-    params(("id" = String, Path, description = "Session id"), ("turn_id" = String, Path, description = "Turn id")),
+    params(("id" = String, Path, format = Uuid, description = "Session id"), ("turn_id" = String, Path, format = Uuid, description = "Turn id")),
     responses((status = 200, body = TurnView), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn cancel_turn(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path((id, tid)): Path<(String, String)>,
+    ApiPath((id, tid)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<TurnView>> {
     let row = app
         .turns
@@ -130,6 +162,7 @@ pub async fn cancel_turn(
 #[serde(deny_unknown_fields)]
 pub struct ToolCallRequest {
     /// A tool of the session's resolved catalog.
+    #[schema(min_length = 1, max_length = 128, pattern = "\\S")]
     pub tool: String,
     /// Its arguments (a JSON object).
     #[serde(default = "empty_object")]
@@ -149,17 +182,23 @@ pub struct ToolCallStarted {
 
 /// Call one tool through the same dispatcher a model uses, approvals included.
 #[utoipa::path(post, path = "/v1/sessions/{id}/tool-calls", tag = "tools", request_body = ToolCallRequest,
-    params(("id" = String, Path, description = "Session id")),
+    params(("id" = String, Path, format = Uuid, description = "Session id")),
     responses((status = 202, body = ToolCallStarted), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, description = "another turn of the session is running", body = ErrorBody)),
+        (status = 409, description = "another turn of the session is running", body = ErrorBody),
+        (status = 503, description = "the server is shutting down", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn call_tool(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<ToolCallRequest>,
 ) -> ApiResult<(StatusCode, Json<ToolCallStarted>)> {
     let sid = session_id(&id)?;
+    if !req.arguments.is_object() {
+        return Err(
+            crate::error::Error::Invalid("`arguments` must be a JSON object".into()).into(),
+        );
+    }
     if app.shutdown.is_cancelled() {
         return Err(crate::error::Error::Unavailable("the server is shutting down".into()).into());
     }
