@@ -190,6 +190,7 @@ function openSession(id) {
   markCurrent();
   const log = $("log");
   log.textContent = "";
+  stick = true;
   state.live = {
     id,
     runningTurn: null,
@@ -236,14 +237,25 @@ function setRunning(turnId) {
   $("turn-status").textContent = turnId ? "Turn running…" : "";
 }
 
+// The log follows new events while the reader is at its bottom; scrolling up
+// to read stops that until they scroll back down.
+let stick = true;
+
 function addToLog(el) {
+  $("log").append(el);
+}
+
+function followBottom() {
   const log = $("log");
-  const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 80;
-  log.append(el);
-  if (atBottom) log.scrollTop = log.scrollHeight;
+  if (stick) log.scrollTop = log.scrollHeight;
 }
 
 function onEvent(ev) {
+  handle(ev);
+  followBottom();
+}
+
+function handle(ev) {
   const live = state.live;
   const d = ev.data || {};
   switch (ev.type) {
@@ -411,7 +423,6 @@ function approvalBlock(a, opts) {
       opts && opts.showTool ? h("span.tool-name", { text: a.tool }) : null,
       " rule ",
       h("code", { text: a.rule || "?" }),
-      " · ",
       expiry,
     ),
     a.reason ? h("p.small", { text: a.reason }) : null,
@@ -447,8 +458,6 @@ function approvalRequested(ev) {
     el.prepend(h("span.tool-name", { text: d.tool }));
     addToLog(el);
   }
-  const log = $("log");
-  log.scrollTop = log.scrollHeight;
   refreshApprovalCount();
 }
 
@@ -788,6 +797,10 @@ function init() {
     const level = $("display").value;
     $("log").className = "log display-" + level;
     for (const d of $("log").querySelectorAll("details.details")) d.open = level === "full";
+  });
+  $("log").addEventListener("scroll", () => {
+    const log = $("log");
+    stick = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
   });
   window.addEventListener("hashchange", route);
   setInterval(tick, 1000);
