@@ -210,6 +210,16 @@ test("reload mid-stream: output streams, nothing is lost or repeated", async () 
   await shot("07-after-reload");
 });
 
+test("search the history and open the session from a result", async () => {
+  await page.getByRole("searchbox", { name: "Search history" }).fill("hello");
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  const results = page.getByRole("region", { name: "Search results" });
+  const hit = results.getByRole("link").filter({ hasText: "hello" }).first();
+  await hit.waitFor();
+  await hit.click();
+  await page.getByRole("heading", { name: "E2E first" }).waitFor();
+});
+
 test("Tools view lists the session's catalog", async () => {
   await page.getByRole("link", { name: "Tools", exact: true }).click();
   const view = page.getByRole("region", { name: "Tools" });
@@ -257,7 +267,7 @@ test("load to interactive, signed in with a session open (median of 5 reloads)",
   await page.getByRole("textbox", { name: "Message" }).waitFor();
 });
 
-test("keyboard only: sign in, create a session, send", async () => {
+test("keyboard only: sign in, create a session, send, approve", async () => {
   const kctx = await browser.newContext({ viewport: { width: 1366, height: 768 }, colorScheme: "dark" });
   const k = await kctx.newPage();
   k.setDefaultTimeout(TIMEOUT);
@@ -269,7 +279,7 @@ test("keyboard only: sign in, create a session, send", async () => {
       return (a.getAttribute("aria-label") || a.textContent || "").trim();
     });
   async function tabTo(name) {
-    for (let i = 0; i < 40; i++) {
+    for (let i = 0; i < 80; i++) {
       if ((await focusedName()) === name) return;
       await k.keyboard.press("Tab");
     }
@@ -290,6 +300,16 @@ test("keyboard only: sign in, create a session, send", async () => {
   await k.keyboard.press("Enter");
   await k.getByRole("log", { name: "Conversation" }).getByText("[fake] typed without a mouse").waitFor();
   await k.getByRole("button", { name: "Stop" }).waitFor({ state: "hidden" });
+  // An approval decided from the keyboard alone.
+  await k.keyboard.type(
+    script([{ tool_calls: [{ name: "write_file", arguments: { path: "k.txt", content: "keys" } }] }, { content: "wrote k.txt" }]),
+  );
+  await k.keyboard.press("Enter");
+  await k.getByRole("button", { name: "Allow once" }).waitFor();
+  await tabTo("Allow once");
+  await k.keyboard.press("Enter");
+  await reply("wrote k.txt", k).waitFor();
+  await k.getByRole("article", { name: "Tool write_file" }).locator(".status", { hasText: "succeeded" }).waitFor();
   // The focus ring is visible on the focused control.
   await tabTo("Send");
   const outline = await k.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);

@@ -56,6 +56,22 @@ async function signIn(token) {
   route();
 }
 
+/** The token stopped working (expired or revoked): back to the sign-in form. */
+function tokenRejected() {
+  auth.token = "";
+  if (state.stop) state.stop();
+  state.stop = null;
+  state.live = null;
+  state.current = null;
+  clearInterval(state.poll);
+  $("app").hidden = true;
+  $("views").hidden = true;
+  $("signout").hidden = true;
+  $("signin").hidden = false;
+  say($("signin-error"), "Your token is no longer accepted; sign in again.", true);
+  $("token").focus();
+}
+
 function signOut() {
   auth.token = "";
   if (state.stop) state.stop();
@@ -224,7 +240,8 @@ function openSession(id) {
     },
     (s) => {
       if (state.live !== live) return;
-      const text = { live: "● live", reconnecting: "○ reconnecting…", unauthorized: "token rejected", gone: "session not found" }[s] || s;
+      if (s === "unauthorized") return tokenRejected();
+      const text = { live: "● live", reconnecting: "○ reconnecting…", gone: "session not found" }[s] || s;
       say($("conn"), text, s !== "live");
     },
   );
