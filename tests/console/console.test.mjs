@@ -220,6 +220,19 @@ test("search the history and open the session from a result", async () => {
   await page.getByRole("heading", { name: "E2E first" }).waitFor();
 });
 
+test("a session created elsewhere shows up in the list", async () => {
+  const status = await page.evaluate(async (token) => {
+    const r = await fetch("/v1/sessions", {
+      method: "POST",
+      headers: { Authorization: "Bearer " + token, "Content-Type": "application/json" },
+      body: JSON.stringify({ title: "Made by the API" }),
+    });
+    return r.status;
+  }, TOKEN);
+  assert.equal(status, 201);
+  await page.getByRole("navigation", { name: "Sessions" }).getByRole("link", { name: "Made by the API", exact: true }).waitFor();
+});
+
 test("Tools view lists the session's catalog", async () => {
   await page.getByRole("link", { name: "Tools", exact: true }).click();
   const view = page.getByRole("region", { name: "Tools" });

@@ -99,6 +99,25 @@ async function loadSessions(reset) {
   markCurrent();
 }
 
+/** Pick up sessions created elsewhere (another tab, the API, a channel). */
+async function refreshSessions() {
+  if (!auth.token || $("app").hidden) return;
+  let page;
+  try {
+    page = await api("GET", "/v1/sessions?limit=20");
+  } catch {
+    return;
+  }
+  const fresh = page.items.filter((s) => !state.sessions.has(s.id));
+  if (!fresh.length) return;
+  $("sessions").querySelector("li.muted")?.remove();
+  for (const s of fresh.reverse()) {
+    state.sessions.set(s.id, s);
+    $("sessions").prepend(sessionItem(s));
+  }
+  markCurrent();
+}
+
 function sessionItem(s) {
   return h(
     "li",
@@ -821,6 +840,8 @@ function init() {
   });
   window.addEventListener("hashchange", route);
   setInterval(tick, 1000);
+  setInterval(refreshSessions, 10_000);
+  window.addEventListener("focus", refreshSessions);
 
   const ready = () => {
     document.body.dataset.ready = "1";
