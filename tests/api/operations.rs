@@ -248,3 +248,51 @@ async fn check_command_and_check_url_print_json_verdicts() {
     assert_eq!(v["origin"], "https://93.184.216.34");
     assert!(!v.to_string().contains("secret") && !v.to_string().contains("pw"));
 }
+
+#[tokio::test]
+async fn the_console_and_its_embedded_assets_are_served_without_auth() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let page = app.client.get(app.url("/console")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.contains("default-src 'none'"), "{csp}");
+    assert!(csp.contains("connect-src 'self'"), "{csp}");
+    assert_eq!(page.headers()["x-content-type-options"], "nosniff");
+    let html = page.text().await.unwrap();
+    // Every script and style the page names is served by the binary itself.
+    for (file, kind) in [
+        ("app.js", "text/javascript"),
+        ("api.js", "text/javascript"),
+        ("render.js", "text/javascript"),
+        ("console.css", "text/css"),
+    ] {
+        let r = app
+            .client
+            .get(app.url(&format!("/console/{file}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{file}");
+        let ct = r.headers()["content-type"].to_str().unwrap().to_owned();
+        assert!(ct.starts_with(kind), "{file}: {ct}");
+        assert!(!r.text().await.unwrap().is_empty(), "{file}");
+    }
+    assert!(html.contains("/console/app.js") && html.contains("/console/console.css"));
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "no other origin"
+    );
+    for missing in [
+        "/console/nope.js",
+        "/console/..%2Fconsole.html",
+        "/console/a/b",
+    ] {
+        let r = app.client.get(app.url(missing)).send().await.unwrap();
+        assert_eq!(r.status(), 404, "{missing}");
+        let b: Value = r.json().await.unwrap();
+        assert_eq!(b["error"]["code"], "not_found");
+    }
+}

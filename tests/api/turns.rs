@@ -96,6 +96,54 @@ async fn a_script_is_played_step_by_step() {
 }
 
 #[tokio::test]
+async fn a_script_written_in_the_message_is_played_on_every_backend() {
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let tok = app.token("default", "alice");
+        let sid = app.create_session(&tok).await;
+        let text = r#"script:[{"tool_calls":[{"name":"tools_list","arguments":{}}]},{"content":"played from the text"}]"#;
+        let tid = app.start_turn(&tok, &sid, json!({"input": text})).await;
+        let evs = app.sse_until(&tok, &sid, "", None, is_terminal).await;
+        assert_eq!(
+            types(&evs),
+            [
+                "turn.started",
+                "tool.call",
+                "tool.result",
+                "message",
+                "turn.completed"
+            ],
+            "{backend:?}"
+        );
+        assert_eq!(evs[0]["data"]["input"], text);
+        assert_eq!(evs[1]["data"]["tool"], "tools_list");
+        let turn = app.wait_turn(&tok, &sid, &tid).await;
+        assert_eq!(turn["output"], "played from the text");
+        // A malformed script in the text is refused like a malformed field.
+        for bad in ["script:[{", "script:[{}]", r#"script:{"content":"x"}"#] {
+            let (st, b) = app
+                .post(
+                    &tok,
+                    &format!("/v1/sessions/{sid}/turns"),
+                    json!({"input": bad}),
+                )
+                .await;
+            assert_eq!(st, 400, "{bad}: {b}");
+            assert!(
+                b["error"]["message"].as_str().unwrap().contains("script"),
+                "{b}"
+            );
+        }
+        // Text that merely mentions a script is an ordinary message.
+        let tid = app
+            .start_turn(&tok, &sid, json!({"input": "my script: [1]"}))
+            .await;
+        let turn = app.wait_turn(&tok, &sid, &tid).await;
+        assert_eq!(turn["output"], "[fake] my script: [1]");
+    }
+}
+
+#[tokio::test]
 async fn malformed_scripts_are_400() {
     let app = spawn_app(Backend::Sqlite).await;
     let tok = app.token("default", "alice");

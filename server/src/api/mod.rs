@@ -95,6 +95,7 @@ pub fn router(app: SharedApp) -> Router {
         .route("/metrics", get(health::metrics))
         .route("/openapi.json", get(health::openapi_json))
         .route("/console", get(console::console))
+        .route("/console/{file}", get(console::console_asset))
         .merge(limited)
         .merge(docs)
         .fallback(not_found)

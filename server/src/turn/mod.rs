@@ -152,6 +152,10 @@ impl TurnService {
     ) -> Result<TurnId> {
         let session = self.owned_session(scope, session_id).await?;
         let script = match script {
+            // The fake provider also plays a script written in the text itself.
+            None | Some(Value::Null) if session.provider == "fake" => script::from_input(&input)
+                .transpose()
+                .map_err(Error::Invalid)?,
             None | Some(Value::Null) => None,
             Some(v) => {
                 if session.provider != "fake" {

@@ -28,6 +28,20 @@ pub struct ScriptStep {
 /// Most steps a script may carry.
 pub const MAX_STEPS: usize = 256;
 
+/// What starts a script written in the user text itself (CONTRACT.md).
+pub const INPUT_PREFIX: &str = "script:";
+
+/// A script written in the user text: `script:` followed by a JSON array of
+/// steps. `None` when the text is not one; `Some(Err)` names what is wrong.
+pub fn from_input(input: &str) -> Option<Result<Vec<ScriptStep>, String>> {
+    let rest = input.trim_start().strip_prefix(INPUT_PREFIX)?;
+    Some(
+        serde_json::from_str::<Value>(rest.trim())
+            .map_err(|e| format!("the text after `script:` is not JSON: {e}"))
+            .and_then(|v| parse(&v)),
+    )
+}
+
 /// Parse a script from the request body, naming the bad step.
 pub fn parse(v: &Value) -> Result<Vec<ScriptStep>, String> {
     let arr = v.as_array().ok_or("script must be an array of steps")?;
@@ -96,5 +110,50 @@ mod tests {
         }
         let long = Value::Array(vec![json!({"content":"x"}); MAX_STEPS + 1]);
         assert!(parse(&long).is_err());
+    }
+
+    #[test]
+    fn reads_a_script_written_in_the_user_text() {
+        let s = from_input(r#"script:[{"content":"a"},{"tool_calls":[{"name":"x"}]}]"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].content.as_deref(), Some("a"));
+        assert_eq!(s[1].tool_calls[0].name, "x");
+        // Leading space and whitespace around the JSON are fine.
+        let s = from_input(" script:\n [ {\"content\":\"b\"} ]\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(s[0].content.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn plain_text_is_not_a_script() {
+        for text in [
+            "hello",
+            "",
+            "Script:[]",
+            "a script:[{\"content\":\"x\"}]",
+            "scripts:[]",
+        ] {
+            assert!(from_input(text).is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_bad_script_in_the_text_names_the_problem() {
+        for (text, needle) in [
+            ("script:", "not JSON"),
+            ("script:[{", "not JSON"),
+            ("script:{\"content\":\"x\"}", "array"),
+            ("script:[{}]", "step 0"),
+            (
+                "script:[{\"tool_calls\":[{\"name\":\"\"}]}]",
+                "empty tool name",
+            ),
+        ] {
+            let e = from_input(text).unwrap().unwrap_err();
+            assert!(e.contains(needle), "{text} -> {e}");
+        }
     }
 }

@@ -1,0 +1,332 @@
+// End-to-end tests of the operator console in real headless Chromium,
+// driven by role and accessible name as CONTRACT.md lists them.
+//
+// Run by scripts/console-e2e, which starts a server and passes:
+//   CONSOLE_URL   base URL of the server (no trailing slash)
+//   CONSOLE_TOKEN an operator token for it
+//   ARTIFACTS     folder for screenshots and measurements
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { chromium } from "playwright-core";
+
+const BASE = process.env.CONSOLE_URL;
+const TOKEN = process.env.CONSOLE_TOKEN;
+const ARTIFACTS = process.env.ARTIFACTS || "test-artifacts/console";
+const TIMEOUT = 20_000;
+
+let browser;
+let context;
+let page;
+
+async function shot(name, p = page) {
+  await p.screenshot({ path: path.join(ARTIFACTS, name + ".png"), fullPage: false });
+}
+
+const log = () => page.getByRole("log", { name: "Conversation" });
+/** The assistant's messages that say exactly `text` (a paragraph of it). */
+const reply = (text, p = page) =>
+  p.getByRole("log", { name: "Conversation" }).getByRole("article", { name: "Assistant" }).getByText(text, { exact: true });
+
+async function sendMessage(text) {
+  await page.getByRole("textbox", { name: "Message" }).fill(text);
+  await page.getByRole("button", { name: "Send" }).click();
+}
+
+function script(steps) {
+  return "script:" + JSON.stringify(steps);
+}
+
+/** Wait until the turn in the open session is over (Stop disappears). */
+async function turnIdle() {
+  await page.getByRole("button", { name: "Stop" }).waitFor({ state: "hidden", timeout: TIMEOUT });
+}
+
+/** The seq numbers of everything rendered in the log are unique. */
+async function assertNoDuplicateEvents() {
+  const seqs = await page.locator("#log [data-seq]").evaluateAll((els) => els.map((e) => e.dataset.seq));
+  assert.equal(new Set(seqs).size, seqs.length, "an event was rendered twice: " + seqs.join(","));
+}
+
+before(async () => {
+  assert.ok(BASE && TOKEN, "CONSOLE_URL and CONSOLE_TOKEN must be set (use scripts/console-e2e)");
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-dev-shm-usage",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
+  });
+  context = await browser.newContext({ viewport: { width: 1366, height: 768 } });
+  // No network beyond the server under test: any other request fails the test.
+  await context.route("**/*", (route) => {
+    const url = route.request().url();
+    if (url.startsWith(BASE + "/")) return route.continue();
+    throw new Error("request outside the server: " + url);
+  });
+  page = await context.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+test("sign in, measured from navigation to interactive", async () => {
+  await page.goto(BASE + "/console");
+  await page.locator("body[data-ready]").waitFor();
+  const ms = await page.evaluate(() => {
+    const m = performance.getEntriesByName("console-interactive")[0];
+    return m ? Math.round(m.startTime) : null;
+  });
+  assert.ok(ms !== null && ms >= 0, "the console marks when it is interactive");
+  fs.writeFileSync(path.join(ARTIFACTS, "load-to-interactive-ms.txt"), String(ms) + "\n");
+  await shot("01-sign-in");
+  await page.getByRole("textbox", { name: "Token" }).fill("not-a-token");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("alert").filter({ hasText: "not accepted" }).waitFor();
+  await page.getByRole("textbox", { name: "Token" }).fill(TOKEN);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("button", { name: "New session" }).waitFor();
+  const stored = await page.evaluate(() => Object.values(sessionStorage));
+  assert.ok(stored.includes(TOKEN), "the token is kept in session storage");
+  assert.ok(!page.url().includes(TOKEN), "the token is never in the URL");
+});
+
+test("create a session, send a message and see the fake reply", async () => {
+  await page.getByRole("textbox", { name: "Session title" }).fill("E2E first");
+  await page.getByRole("button", { name: "New session" }).click();
+  await page.getByRole("link", { name: "E2E first", exact: true }).waitFor();
+  await page.getByRole("heading", { name: "E2E first" }).waitFor();
+  await sendMessage("hello <b>console</b> with `code`");
+  await reply(/^\[fake\] hello <b>console<\/b> with/).waitFor();
+  await turnIdle();
+  // Markup from a message is shown as text, never parsed.
+  assert.equal(await page.locator("#log b").count(), 0);
+  assert.ok((await page.locator("#log .msg code").count()) >= 1, "inline code is rendered");
+  await shot("02-fake-reply");
+});
+
+test("approve a write_file from the inline card and see the result", async () => {
+  await sendMessage(
+    script([{ tool_calls: [{ name: "write_file", arguments: { path: "a.txt", content: "from the console" } }] }, { content: "wrote a.txt" }]),
+  );
+  const card = page.getByRole("article", { name: "Tool write_file" }).last();
+  const approval = card.getByRole("group", { name: "Approval for write_file" });
+  await approval.getByRole("button", { name: "Allow once" }).waitFor();
+  await approval.getByRole("button", { name: "Allow for session" }).waitFor();
+  await approval.getByRole("button", { name: "Deny" }).waitFor();
+  assert.match(await approval.innerText(), /risk \w+/);
+  assert.match(await approval.innerText(), /expires in/);
+  await shot("03-inline-approval");
+  await approval.getByRole("button", { name: "Allow once" }).click();
+  await card.locator(".status", { hasText: "succeeded" }).waitFor();
+  await reply("wrote a.txt").waitFor();
+  await turnIdle();
+  await shot("04-approved");
+});
+
+test("decide an approval from the Approvals inbox", async () => {
+  await sendMessage(
+    script([{ tool_calls: [{ name: "write_file", arguments: { path: "b.txt", content: "inbox" } }] }, { content: "wrote b.txt" }]),
+  );
+  await page.getByRole("article", { name: "Tool write_file" }).last().getByRole("button", { name: "Allow once" }).waitFor();
+  await page.getByRole("link", { name: /^Approvals/ }).click();
+  const inbox = page.getByRole("region", { name: "Approvals" });
+  const item = inbox.getByRole("group", { name: "Approval for write_file" }).first();
+  await item.getByRole("button", { name: "Allow for session" }).waitFor();
+  assert.match(await item.innerText(), /E2E first/);
+  await shot("05-approvals-inbox");
+  await item.getByRole("button", { name: "Allow for session" }).click();
+  await item.getByText("Allowed for this session").waitFor();
+  await page.getByRole("link", { name: "Session", exact: true }).click();
+  await reply("wrote b.txt").waitFor();
+  const card = page.getByRole("article", { name: "Tool write_file" }).last();
+  await card.locator(".status", { hasText: "succeeded" }).waitFor();
+  await turnIdle();
+});
+
+test("answer a clarify question inline", async () => {
+  await sendMessage(
+    script([{ tool_calls: [{ name: "clarify", arguments: { question: "Which colour?" } }] }, { content: "colour noted" }]),
+  );
+  const answer = page.getByRole("textbox", { name: "Answer" });
+  await answer.fill("blue");
+  await answer.press("Enter");
+  await log().getByText("Answered: blue").waitFor();
+  await reply("colour noted").waitFor();
+  await turnIdle();
+});
+
+test("stop a running turn", async () => {
+  await sendMessage(script([{ tool_calls: [{ name: "terminal", arguments: { command: "sleep 30" } }] }, { content: "slept" }]));
+  const stop = page.getByRole("button", { name: "Stop" });
+  await stop.waitFor();
+  await page.getByRole("article", { name: "Tool terminal" }).last().waitFor();
+  await shot("06-running");
+  const started = Date.now();
+  await stop.click();
+  await log().getByText(/Turn cancelled/).waitFor();
+  await stop.waitFor({ state: "hidden" });
+  assert.ok(Date.now() - started < 15_000, "Stop ends the turn well before the command would");
+  assert.equal(await reply("slept").count(), 0);
+});
+
+test("reload mid-stream: output streams, nothing is lost or repeated", async () => {
+  await sendMessage(
+    script([
+      { tool_calls: [{ name: "terminal", arguments: { command: "echo first-line; sleep 3; echo second-line" } }] },
+      { content: "stream finished" },
+    ]),
+  );
+  const card = page.getByRole("article", { name: "Tool terminal" }).last();
+  await card.locator(".output", { hasText: "first-line" }).waitFor();
+  await page.reload();
+  await page.locator("body[data-ready]").waitFor();
+  await reply("stream finished").waitFor();
+  await turnIdle();
+  await assertNoDuplicateEvents();
+  assert.equal(await reply(/^\[fake\] hello <b>console<\/b> with/).count(), 1);
+  assert.equal(await reply("wrote a.txt").count(), 1);
+  assert.equal(await reply("stream finished").count(), 1);
+  const out = await page.getByRole("article", { name: "Tool terminal" }).last().locator(".output").innerText();
+  assert.equal(out.match(/first-line/g)?.length, 1, out);
+  assert.equal(out.match(/second-line/g)?.length, 1, out);
+  const gap = await log().evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight);
+  assert.ok(gap < 40, "the replayed log is scrolled to its newest event (" + gap + "px above the end)");
+  // The display level: `full` opens every tool card's details, `quiet` hides them.
+  await page.getByRole("combobox", { name: "Tool details" }).selectOption("full");
+  assert.equal(await page.locator("#log details.details:not([open])").count(), 0);
+  await page.getByRole("combobox", { name: "Tool details" }).selectOption("quiet");
+  assert.equal(await page.locator("#log .tool .details").first().isVisible(), false);
+  await page.getByRole("combobox", { name: "Tool details" }).selectOption("summary");
+  await shot("07-after-reload");
+});
+
+test("search the history and open the session from a result", async () => {
+  await page.getByRole("searchbox", { name: "Search history" }).fill("hello");
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  const results = page.getByRole("region", { name: "Search results" });
+  const hit = results.getByRole("link").filter({ hasText: "hello" }).first();
+  await hit.waitFor();
+  await hit.click();
+  await page.getByRole("heading", { name: "E2E first" }).waitFor();
+});
+
+test("a session created elsewhere shows up in the list", async () => {
+  const status = await page.evaluate(async (token) => {
+    const r = await fetch("/v1/sessions", {
+      method: "POST",
+      headers: { Authorization: "Bearer " + token, "Content-Type": "application/json" },
+      body: JSON.stringify({ title: "Made by the API" }),
+    });
+    return r.status;
+  }, TOKEN);
+  assert.equal(status, 201);
+  await page.getByRole("navigation", { name: "Sessions" }).getByRole("link", { name: "Made by the API", exact: true }).waitFor();
+});
+
+test("Tools view lists the session's catalog", async () => {
+  await page.getByRole("link", { name: "Tools", exact: true }).click();
+  const view = page.getByRole("region", { name: "Tools" });
+  await view.getByRole("table").waitFor();
+  for (const name of ["terminal", "write_file", "read_file"]) {
+    await view.getByRole("rowheader", { name, exact: true }).waitFor();
+  }
+  await view.getByRole("columnheader", { name: "Capability" }).waitFor();
+  await shot("08-tools");
+});
+
+test("cancel a background task from the Tasks view", async () => {
+  await page.getByRole("link", { name: "Session", exact: true }).click();
+  await sendMessage(
+    script([{ tool_calls: [{ name: "terminal", arguments: { command: "sleep 60", background: true } }] }, { content: "started in background" }]),
+  );
+  await reply("started in background").waitFor();
+  await turnIdle();
+  await page.getByRole("link", { name: "Tasks", exact: true }).click();
+  const view = page.getByRole("region", { name: "Tasks" });
+  const cancel = view.getByRole("button", { name: "Cancel" }).first();
+  await cancel.waitFor();
+  await shot("09-tasks");
+  await cancel.click();
+  await view.locator(".badge", { hasText: "cancelled" }).first().waitFor();
+  assert.equal(await view.getByRole("button", { name: "Cancel" }).count(), 0);
+  // Operators read a task's full logs.
+  await view.getByRole("button", { name: "Logs" }).first().click();
+  await view.locator("pre.logs").first().waitFor();
+});
+
+test("load to interactive, signed in with a session open (median of 5 reloads)", async () => {
+  await page.getByRole("link", { name: "Session", exact: true }).click();
+  const times = [];
+  for (let i = 0; i < 5; i++) {
+    await page.reload();
+    await page.locator("body[data-ready]").waitFor();
+    times.push(
+      await page.evaluate(() => Math.round(performance.getEntriesByName("console-interactive")[0].startTime)),
+    );
+  }
+  times.sort((a, b) => a - b);
+  fs.writeFileSync(path.join(ARTIFACTS, "load-to-interactive-signed-in-ms.txt"), times.join(" ") + "\n");
+  await page.getByRole("button", { name: "New session" }).waitFor();
+  await page.getByRole("textbox", { name: "Message" }).waitFor();
+});
+
+test("keyboard only: sign in, create a session, send, approve", async () => {
+  const kctx = await browser.newContext({ viewport: { width: 1366, height: 768 }, colorScheme: "dark" });
+  const k = await kctx.newPage();
+  k.setDefaultTimeout(TIMEOUT);
+  const focusedName = () =>
+    k.evaluate(() => {
+      const a = document.activeElement;
+      if (!a) return "";
+      if (a.labels && a.labels[0]) return a.labels[0].textContent.trim();
+      return (a.getAttribute("aria-label") || a.textContent || "").trim();
+    });
+  async function tabTo(name) {
+    for (let i = 0; i < 80; i++) {
+      if ((await focusedName()) === name) return;
+      await k.keyboard.press("Tab");
+    }
+    assert.fail("Tab never reached " + name);
+  }
+  await k.goto(BASE + "/console");
+  await k.locator("body[data-ready]").waitFor();
+  await tabTo("Token");
+  await k.keyboard.type(TOKEN);
+  await k.keyboard.press("Enter");
+  await k.getByRole("button", { name: "New session" }).waitFor();
+  await tabTo("Session title");
+  await k.keyboard.type("Keyboard session");
+  await k.keyboard.press("Enter");
+  await k.getByRole("link", { name: "Keyboard session", exact: true }).waitFor();
+  assert.equal(await focusedName(), "Message", "focus moves to the message box");
+  await k.keyboard.type("typed without a mouse");
+  await k.keyboard.press("Enter");
+  await k.getByRole("log", { name: "Conversation" }).getByText("[fake] typed without a mouse").waitFor();
+  await k.getByRole("button", { name: "Stop" }).waitFor({ state: "hidden" });
+  // An approval decided from the keyboard alone.
+  await k.keyboard.type(
+    script([{ tool_calls: [{ name: "write_file", arguments: { path: "k.txt", content: "keys" } }] }, { content: "wrote k.txt" }]),
+  );
+  await k.keyboard.press("Enter");
+  await k.getByRole("button", { name: "Allow once" }).waitFor();
+  await tabTo("Allow once");
+  await k.keyboard.press("Enter");
+  await reply("wrote k.txt", k).waitFor();
+  await k.getByRole("article", { name: "Tool write_file" }).locator(".status", { hasText: "succeeded" }).waitFor();
+  // The focus ring is visible on the focused control.
+  await tabTo("Send");
+  const outline = await k.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+  assert.notEqual(outline, "none");
+  await shot("10-keyboard-dark", k);
+  await kctx.close();
+});

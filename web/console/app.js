@@ -1,0 +1,859 @@
+// The operator console: sign in, sessions, the live session view with tool
+// cards, approvals and questions, the approvals inbox, tasks and tools.
+import { api, auth, follow, ApiError } from "/console/api.js";
+import { h, markdown, pretty, countdown, time, badge, riskBadge } from "/console/render.js";
+
+const $ = (id) => document.getElementById(id);
+const POLL_MS = 2000;
+
+const state = {
+  sessions: new Map(), // id -> session view
+  cursor: null,
+  current: null, // open session id
+  view: "empty",
+  stop: null, // stops the event stream
+  live: null, // per-session render state
+  poll: null,
+};
+
+// ---------------------------------------------------------------- helpers
+
+function sessionName(s) {
+  return (s && s.title) || "Untitled " + String(s && s.id).slice(0, 8);
+}
+
+function say(el, text, isError) {
+  el.textContent = text || "";
+  el.classList.toggle("error", !!isError);
+}
+
+function errorText(e) {
+  return e instanceof ApiError ? `${e.message} (${e.code})` : String(e && e.message ? e.message : e);
+}
+
+function argSummary(tool, args) {
+  if (!args || typeof args !== "object") return "";
+  const key = ["command", "path", "url", "query", "question", "task_id", "name"].find((k) => typeof args[k] === "string");
+  const v = key ? args[key] : "";
+  return v.length > 120 ? v.slice(0, 117) + "…" : v;
+}
+
+// ---------------------------------------------------------------- sign in
+
+async function signIn(token) {
+  auth.token = token;
+  try {
+    await loadSessions(true);
+  } catch (e) {
+    auth.token = "";
+    throw e;
+  }
+  $("signin").hidden = true;
+  $("app").hidden = false;
+  $("views").hidden = false;
+  $("signout").hidden = false;
+  refreshApprovalCount();
+  route();
+}
+
+/** The token stopped working (expired or revoked): back to the sign-in form. */
+function tokenRejected() {
+  auth.token = "";
+  if (state.stop) state.stop();
+  state.stop = null;
+  state.live = null;
+  state.current = null;
+  clearInterval(state.poll);
+  $("app").hidden = true;
+  $("views").hidden = true;
+  $("signout").hidden = true;
+  $("signin").hidden = false;
+  say($("signin-error"), "Your token is no longer accepted; sign in again.", true);
+  $("token").focus();
+}
+
+function signOut() {
+  auth.token = "";
+  if (state.stop) state.stop();
+  location.hash = "";
+  location.reload();
+}
+
+// ---------------------------------------------------------------- sessions
+
+async function loadSessions(reset) {
+  const q = new URLSearchParams({ limit: "20" });
+  if (!reset && state.cursor) q.set("cursor", state.cursor);
+  const page = await api("GET", "/v1/sessions?" + q);
+  if (reset) {
+    state.sessions.clear();
+    $("sessions").textContent = "";
+  }
+  for (const s of page.items) {
+    state.sessions.set(s.id, s);
+    $("sessions").append(sessionItem(s));
+  }
+  state.cursor = page.next_cursor || null;
+  $("more-sessions").hidden = !state.cursor;
+  if (!state.sessions.size) $("sessions").append(h("li.muted", { text: "No sessions yet." }));
+  markCurrent();
+}
+
+/** Pick up sessions created elsewhere (another tab, the API, a channel). */
+async function refreshSessions() {
+  if (!auth.token || $("app").hidden) return;
+  let page;
+  try {
+    page = await api("GET", "/v1/sessions?limit=20");
+  } catch {
+    return;
+  }
+  const fresh = page.items.filter((s) => !state.sessions.has(s.id));
+  if (!fresh.length) return;
+  $("sessions").querySelector("li.muted")?.remove();
+  for (const s of fresh.reverse()) {
+    state.sessions.set(s.id, s);
+    $("sessions").prepend(sessionItem(s));
+  }
+  markCurrent();
+}
+
+function sessionItem(s) {
+  return h(
+    "li",
+    { dataset: { id: s.id } },
+    h("a", { href: "#/s/" + s.id, text: sessionName(s) }),
+    h("span.muted.small", { text: " " + time(s.updated_at || s.created_at) }),
+  );
+}
+
+function markCurrent() {
+  for (const a of $("sessions").querySelectorAll("a")) {
+    const on = a.parentElement.dataset.id === state.current;
+    if (on) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+}
+
+async function createSession(title) {
+  const s = await api("POST", "/v1/sessions", title ? { title } : {});
+  state.sessions.set(s.id, s);
+  const empty = $("sessions").querySelector("li.muted");
+  if (empty) empty.remove();
+  $("sessions").prepend(sessionItem(s));
+  history.pushState(null, "", "#/s/" + s.id);
+  route();
+}
+
+async function getSession(id) {
+  if (state.sessions.has(id)) return state.sessions.get(id);
+  const s = await api("GET", "/v1/sessions/" + encodeURIComponent(id));
+  state.sessions.set(id, s);
+  return s;
+}
+
+async function search(q) {
+  const box = $("search-results");
+  box.hidden = false;
+  box.textContent = "";
+  if (!q.trim()) {
+    box.hidden = true;
+    return;
+  }
+  try {
+    const r = await api("GET", "/v1/search?" + new URLSearchParams({ q }));
+    box.append(h("h3", { text: `Results for “${q}”` }));
+    if (!r.results.length) box.append(h("p.muted", { text: "Nothing found." }));
+    const ul = h("ul");
+    for (const hit of r.results) {
+      const snippet = hit.content.length > 100 ? hit.content.slice(0, 97) + "…" : hit.content;
+      ul.append(h("li", null, h("a", { href: "#/s/" + hit.session_id, text: `${hit.role}: ${snippet}` })));
+    }
+    box.append(ul);
+  } catch (e) {
+    box.append(h("p.error", { text: errorText(e) }));
+  }
+}
+
+// ---------------------------------------------------------------- routing
+
+function route() {
+  if (!auth.token) return;
+  const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean);
+  let view = "empty";
+  if (parts[0] === "s" && parts[1]) {
+    openSession(parts[1]);
+    view = parts[2] === "tasks" ? "tasks" : parts[2] === "tools" ? "tools" : "session";
+  } else if (parts[0] === "approvals") view = "approvals";
+  else if (parts[0] === "tasks") view = "tasks";
+  else if (parts[0] === "tools") view = "tools";
+  else if (state.current) view = "session";
+  show(view);
+}
+
+function show(view) {
+  state.view = view;
+  for (const v of ["empty", "session", "approvals", "tasks", "tools"]) $("view-" + v).hidden = v !== view;
+  if (view === "session" && !state.current) $("view-empty").hidden = false;
+  const base = state.current ? "#/s/" + state.current : "#/";
+  $("nav-session").href = base;
+  $("nav-tasks").href = state.current ? base + "/tasks" : "#/tasks";
+  $("nav-tools").href = state.current ? base + "/tools" : "#/tools";
+  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools" };
+  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools"]) {
+    if (navFor[view] === id) $(id).setAttribute("aria-current", "page");
+    else $(id).removeAttribute("aria-current");
+  }
+  clearInterval(state.poll);
+  state.poll = null;
+  if (view === "approvals") poll(loadApprovals);
+  else if (view === "tasks") poll(loadTasks);
+  else if (view === "tools") loadTools();
+}
+
+function poll(fn) {
+  fn();
+  state.poll = setInterval(fn, POLL_MS);
+}
+
+// ---------------------------------------------------------------- live session
+
+function openSession(id) {
+  if (state.current === id && state.live) return;
+  if (state.stop) state.stop();
+  state.current = id;
+  markCurrent();
+  const log = $("log");
+  log.textContent = "";
+  stick = true;
+  state.live = {
+    id,
+    runningTurn: null,
+    calls: new Map(), // call_id -> card
+    openCalls: new Map(), // turn_id -> call_id awaiting a result
+    approvals: new Map(), // approval_id -> element
+    questions: new Map(), // clarification_id -> element
+    messages: new Set(), // seq of rendered messages (guards against any duplicate)
+    ended: new Set(), // turns whose terminal event has arrived
+  };
+  setRunning(null);
+  $("session-title").textContent = "Loading…";
+  $("session-meta").textContent = "";
+  getSession(id)
+    .then((s) => {
+      if (state.current !== id) return;
+      $("session-title").textContent = sessionName(s);
+      $("session-meta").textContent = `core ${s.core} · provider ${s.provider} · workspace ${s.workspace} · ${s.id}`;
+      document.title = sessionName(s) + " · demiurge";
+    })
+    .catch((e) => {
+      $("session-title").textContent = "Session not found";
+      $("session-meta").textContent = errorText(e);
+    });
+  const live = state.live;
+  state.stop = follow(
+    id,
+    0,
+    (ev) => {
+      if (state.live === live) onEvent(ev);
+    },
+    (s) => {
+      if (state.live !== live) return;
+      if (s === "unauthorized") return tokenRejected();
+      const text = { live: "● live", reconnecting: "○ reconnecting…", gone: "session not found" }[s] || s;
+      say($("conn"), text, s !== "live");
+    },
+  );
+}
+
+function setRunning(turnId) {
+  const live = state.live;
+  if (live) live.runningTurn = turnId;
+  $("stop").hidden = !turnId;
+  $("turn-status").textContent = turnId ? "Turn running…" : "";
+}
+
+// The log follows new events while the reader is at its bottom; scrolling up
+// to read stops that until they scroll back down.
+let stick = true;
+
+function addToLog(el) {
+  $("log").append(el);
+}
+
+function followBottom() {
+  const log = $("log");
+  if (stick) log.scrollTop = log.scrollHeight;
+}
+
+function onEvent(ev) {
+  handle(ev);
+  followBottom();
+}
+
+function handle(ev) {
+  const live = state.live;
+  const d = ev.data || {};
+  switch (ev.type) {
+    case "turn.started":
+      setRunning(ev.turn_id);
+      addToLog(h("article.msg.user", { dataset: { seq: ev.seq }, "aria-label": "You" }, h("div.who", { text: "You" }), h("div.body", null, markdown(d.input))));
+      break;
+    case "message":
+      if (live.messages.has(ev.seq)) return;
+      live.messages.add(ev.seq);
+      addToLog(
+        h(
+          "article.msg." + (d.role === "user" ? "user" : "assistant"),
+          { dataset: { seq: ev.seq }, "aria-label": d.role === "user" ? "You" : "Assistant" },
+          h("div.who", { text: d.role === "user" ? "You" : "Assistant" }),
+          h("div.body", null, markdown(d.content)),
+        ),
+      );
+      break;
+    case "tool.call":
+      toolCall(ev);
+      break;
+    case "tool.output": {
+      const card = live.calls.get(d.call_id);
+      if (!card) break;
+      const out = card.querySelector(".output");
+      out.hidden = false;
+      const span = h("span", { text: d.text });
+      if (d.stream === "stderr") span.className = "stderr";
+      out.append(span);
+      if (d.truncated) out.append(h("span.muted", { text: "\n[live output truncated; the full result follows]" }));
+      out.scrollTop = out.scrollHeight;
+      break;
+    }
+    case "tool.result":
+      toolResult(ev);
+      break;
+    case "approval.requested":
+      approvalRequested(ev);
+      break;
+    case "approval.resolved": {
+      const el = live.approvals.get(d.approval_id);
+      if (el) settleApproval(el, d.decision, d.reason);
+      refreshApprovalCount();
+      break;
+    }
+    case "clarify.requested":
+      question(ev);
+      break;
+    case "clarify.answered": {
+      const el = live.questions.get(d.clarification_id);
+      if (el) settleQuestion(el, d.answer);
+      break;
+    }
+    case "task.updated":
+      addToLog(
+        h("p.note", { dataset: { seq: ev.seq } }, "Task ", h("code", { text: String(d.task_id || "").slice(0, 12) }), " ", badge(d.status || "?"), " ", d.summary || ""),
+      );
+      if (state.view === "tasks") loadTasks();
+      break;
+    case "turn.completed":
+      live.ended.add(ev.turn_id);
+      if (live.runningTurn === ev.turn_id) setRunning(null);
+      addToLog(h("p.note.done", { text: `Turn completed · ${d.steps ?? "?"} step(s)` }));
+      break;
+    case "turn.failed":
+      live.ended.add(ev.turn_id);
+      if (live.runningTurn === ev.turn_id) setRunning(null);
+      addToLog(h("p.note.error", { role: "note", text: `Turn failed (${d.reason || "error"}): ${d.error || ""}` }));
+      break;
+    case "turn.cancelled":
+      live.ended.add(ev.turn_id);
+      if (live.runningTurn === ev.turn_id) setRunning(null);
+      addToLog(h("p.note.warn", { text: `Turn cancelled (${d.reason || "cancelled"})` }));
+      break;
+    default:
+      addToLog(h("p.note", { text: `${ev.type} ${pretty(d)}` }));
+  }
+}
+
+function toolCall(ev) {
+  const d = ev.data;
+  const status = badge("running");
+  status.classList.add("status");
+  const summary = argSummary(d.tool, d.arguments);
+  const details = h(
+    "details.details",
+    { open: $("display").value === "full" },
+    h("summary", { text: "Details" }),
+    h("h4", { text: "Arguments" }),
+    h("pre", { text: pretty(d.arguments) }),
+    h("div.result"),
+  );
+  const card = h(
+    "article.tool",
+    { dataset: { call: d.call_id, seq: ev.seq }, "aria-label": "Tool " + d.tool },
+    h("div.tool-head", null, h("span.tool-name", { text: d.tool }), summary ? h("code.tool-arg", { text: summary }) : null, status),
+    h("pre.output", { hidden: true, "aria-label": "Output of " + d.tool, tabindex: "0" }),
+    h("div.slot"),
+    details,
+  );
+  state.live.calls.set(d.call_id, card);
+  if (ev.turn_id) state.live.openCalls.set(ev.turn_id, d.call_id);
+  addToLog(card);
+}
+
+function toolResult(ev) {
+  const d = ev.data;
+  const card = state.live.calls.get(d.call_id);
+  if (!card) return;
+  if (ev.turn_id && state.live.openCalls.get(ev.turn_id) === d.call_id) state.live.openCalls.delete(ev.turn_id);
+  const old = card.querySelector(".status");
+  const b = badge(d.status);
+  b.classList.add("status");
+  old.replaceWith(b);
+  card.dataset.status = d.status;
+  const res = card.querySelector(".result");
+  res.textContent = "";
+  res.append(h("h4", { text: "Result" }));
+  if (d.content !== null && d.content !== undefined && d.content !== "") res.append(h("pre", { text: pretty(d.content) }));
+  if (d.data !== null && d.data !== undefined) res.append(h("pre", { text: pretty(d.data) }));
+}
+
+// ---------------------------------------------------------------- approvals
+
+function approvalBlock(a, opts) {
+  const choices = a.choices && a.choices.length ? a.choices : ["allow_once", "deny"];
+  const status = h("p.decided", { role: "status" });
+  const buttons = h("div.row.buttons");
+  const labels = { allow_once: "Allow once", allow_session: "Allow for session", deny: "Deny" };
+  for (const c of ["allow_once", "allow_session", "deny"]) {
+    if (!choices.includes(c)) continue;
+    buttons.append(
+      h("button", {
+        type: "button",
+        class: c === "deny" ? "danger" : c === "allow_once" ? "primary" : "",
+        text: labels[c],
+        onclick: async (e) => {
+          const all = buttons.querySelectorAll("button");
+          all.forEach((b) => (b.disabled = true));
+          try {
+            await api("POST", "/v1/approvals/" + encodeURIComponent(a.id), { decision: c });
+            settleApproval(el, c);
+            if (opts && opts.onDecided) opts.onDecided();
+          } catch (err) {
+            all.forEach((b) => (b.disabled = false));
+            say(status, errorText(err), true);
+            e.target.focus();
+          }
+        },
+      }),
+    );
+  }
+  const expiry = h("span.expiry", { dataset: { expires: a.expires_at }, text: countdown(a.expires_at) });
+  const el = h(
+    "div.approval",
+    { role: "group", "aria-label": "Approval for " + a.tool, dataset: { approval: a.id } },
+    h(
+      "p.approval-head",
+      null,
+      h("strong", { text: "Approval needed" }),
+      " ",
+      riskBadge(a.risk),
+      " ",
+      opts && opts.showTool ? h("span.tool-name", { text: a.tool }) : null,
+      " rule ",
+      h("code", { text: a.rule || "?" }),
+      expiry,
+    ),
+    a.reason ? h("p.small", { text: a.reason }) : null,
+    a.preview !== undefined && a.preview !== null ? h("pre.preview", { "aria-label": "Preview", tabindex: "0", text: pretty(a.preview) }) : null,
+    opts && opts.session ? opts.session : null,
+    buttons,
+    status,
+  );
+  return el;
+}
+
+function settleApproval(el, decision, reason) {
+  if (el.dataset.settled) return;
+  el.dataset.settled = decision || "decided";
+  el.classList.add("settled");
+  const buttons = el.querySelector(".buttons");
+  if (buttons) buttons.remove();
+  const exp = el.querySelector(".expiry");
+  if (exp) exp.remove();
+  const words = { allow_once: "Allowed once", allow_session: "Allowed for this session", deny: "Denied" };
+  say(el.querySelector(".decided"), (words[decision] || decision || "Decided") + (reason ? ` (${reason})` : ""));
+}
+
+function approvalRequested(ev) {
+  const d = ev.data;
+  const a = { ...d, id: d.approval_id };
+  const el = approvalBlock(a, { showTool: false });
+  state.live.approvals.set(d.approval_id, el);
+  const callId = ev.turn_id && state.live.openCalls.get(ev.turn_id);
+  const card = callId && state.live.calls.get(callId);
+  if (card) card.querySelector(".slot").append(el);
+  else {
+    el.prepend(h("span.tool-name", { text: d.tool }));
+    addToLog(el);
+  }
+  refreshApprovalCount();
+}
+
+async function loadApprovals() {
+  const list = $("approvals-list");
+  let r;
+  try {
+    r = await api("GET", "/v1/approvals?state=pending");
+  } catch (e) {
+    list.textContent = "";
+    list.append(h("p.error", { text: errorText(e) }));
+    return;
+  }
+  setApprovalCount(r.items.length);
+  const seen = new Set();
+  for (const a of r.items) {
+    seen.add(a.id);
+    if (list.querySelector(`[data-approval="${CSS.escape(a.id)}"]`)) continue;
+    const s = state.sessions.get(a.session_id);
+    const link = h("p.small", null, "Session ", h("a", { href: "#/s/" + a.session_id, text: s ? sessionName(s) : a.session_id.slice(0, 8) }), ` · requested ${time(a.created_at)} by ${a.principal}`);
+    const el = approvalBlock(a, { showTool: true, session: link, onDecided: () => setTimeout(loadApprovals, 800) });
+    el.classList.add("card");
+    list.prepend(el);
+  }
+  for (const el of list.querySelectorAll("[data-approval]")) {
+    if (!seen.has(el.dataset.approval) && !el.dataset.settled) el.remove();
+    else if (!seen.has(el.dataset.approval) && el.dataset.settled && !el.dataset.fading) {
+      el.dataset.fading = "1";
+      setTimeout(() => el.remove(), 4000);
+    }
+  }
+  const empty = list.querySelector(".empty-note");
+  if (!list.querySelector("[data-approval]")) {
+    if (!empty) list.append(h("p.muted.empty-note", { text: "Nothing is waiting for a decision." }));
+  } else if (empty) empty.remove();
+}
+
+function setApprovalCount(n) {
+  $("approvals-count").textContent = n ? String(n) : "";
+  $("approvals-count").setAttribute("aria-label", n ? `${n} pending` : "");
+}
+
+async function refreshApprovalCount() {
+  try {
+    const r = await api("GET", "/v1/approvals?state=pending");
+    setApprovalCount(r.items.length);
+  } catch {
+    /* the badge is a hint only */
+  }
+}
+
+// ---------------------------------------------------------------- questions
+
+function question(ev) {
+  const d = ev.data;
+  const id = d.clarification_id;
+  const status = h("p.decided", { role: "status" });
+  const inputId = "answer-" + id;
+  const input = h("input", { id: inputId, type: "text", "aria-label": "Answer", autocomplete: "off" });
+  const submit = async (answer) => {
+    if (!answer.trim()) return;
+    form.querySelectorAll("button,input").forEach((b) => (b.disabled = true));
+    try {
+      await api("POST", "/v1/clarifications/" + encodeURIComponent(id), { answer });
+      settleQuestion(el, answer);
+    } catch (err) {
+      form.querySelectorAll("button,input").forEach((b) => (b.disabled = false));
+      say(status, errorText(err), true);
+    }
+  };
+  const form = h(
+    "form.row",
+    { onsubmit: (e) => (e.preventDefault(), submit(input.value)) },
+    input,
+    h("button", { type: "submit", class: "primary", text: "Submit answer" }),
+  );
+  const choices = (d.choices || []).map((c) => h("button", { type: "button", text: String(c), onclick: () => submit(String(c)) }));
+  const el = h(
+    "div.question",
+    { role: "group", "aria-label": "Question", dataset: { question: id } },
+    h("p", null, h("strong", { text: "Question: " }), d.question),
+    choices.length ? h("div.row.choices", null, choices) : null,
+    form,
+    h("span.expiry.small", { dataset: { expires: d.expires_at }, text: countdown(d.expires_at) }),
+    status,
+  );
+  state.live.questions.set(id, el);
+  const callId = ev.turn_id && state.live.openCalls.get(ev.turn_id);
+  const card = callId && state.live.calls.get(callId);
+  if (card) card.querySelector(".slot").append(el);
+  else addToLog(el);
+}
+
+function settleQuestion(el, answer) {
+  if (el.dataset.settled) return;
+  el.dataset.settled = "1";
+  for (const x of el.querySelectorAll("form, .choices, .expiry")) x.remove();
+  say(el.querySelector(".decided"), "Answered: " + answer);
+}
+
+// ---------------------------------------------------------------- tasks
+
+async function loadTasks() {
+  const list = $("tasks-list");
+  const sid = state.current;
+  $("tasks-scope").textContent = sid ? `Background tasks of “${sessionName(state.sessions.get(sid))}”.` : "Background tasks of all your sessions.";
+  let r;
+  try {
+    r = await api("GET", "/v1/tasks" + (sid ? "?" + new URLSearchParams({ session: sid }) : ""));
+  } catch (e) {
+    list.textContent = "";
+    list.append(h("p.error", { text: errorText(e) }));
+    return;
+  }
+  if (!r.items.length) {
+    list.textContent = "";
+    list.append(h("p.muted", { text: "No tasks." }));
+    return;
+  }
+  list.querySelector("p.muted")?.remove();
+  for (const t of r.items) {
+    let row = list.querySelector(`[data-task="${CSS.escape(t.id)}"]`);
+    if (!row) {
+      row = taskRow(t);
+      list.append(row);
+    }
+    updateTaskRow(row, t);
+  }
+}
+
+function taskRow(t) {
+  const logs = h("pre.logs", { hidden: true, tabindex: "0", "aria-label": "Logs of task " + t.id.slice(0, 8) });
+  const msg = h("span.small", { role: "status" });
+  const cancel = h("button", {
+    type: "button",
+    class: "danger cancel",
+    text: "Cancel",
+    "aria-describedby": "task-sum-" + t.id,
+    onclick: async () => {
+      cancel.disabled = true;
+      try {
+        await api("POST", "/v1/tasks/" + encodeURIComponent(t.id) + "/cancel");
+        say(msg, "Cancel requested");
+        setTimeout(loadTasks, 500);
+      } catch (e) {
+        cancel.disabled = false;
+        say(msg, errorText(e), true);
+      }
+    },
+  });
+  const logsBtn = h("button", {
+    type: "button",
+    text: "Logs",
+    "aria-expanded": "false",
+    onclick: async () => {
+      if (!logs.hidden) {
+        logs.hidden = true;
+        logsBtn.setAttribute("aria-expanded", "false");
+        return;
+      }
+      try {
+        const r = await api("GET", "/v1/tasks/" + encodeURIComponent(t.id) + "/logs");
+        logs.textContent = "";
+        for (const c of r.items) logs.append(h("span", { class: c.stream === "stderr" ? "stderr" : "", text: c.text }));
+        if (!r.items.length) logs.textContent = "(no output yet)";
+      } catch (e) {
+        logs.textContent = e instanceof ApiError && e.status === 403 ? "Logs are for tenant operators." : errorText(e);
+      }
+      logs.hidden = false;
+      logsBtn.setAttribute("aria-expanded", "true");
+    },
+  });
+  return h(
+    "article.card.task",
+    { dataset: { task: t.id }, "aria-label": "Task " + t.id.slice(0, 8) },
+    h("div.row", null, h("span.tool-name", { text: t.kind }), h("span.status"), h("code.small", { text: t.id.slice(0, 12) }), h("span.muted.small.when")),
+    h("p.summary", { id: "task-sum-" + t.id }),
+    h("div.row", null, cancel, logsBtn, msg),
+    logs,
+  );
+}
+
+function updateTaskRow(row, t) {
+  const st = row.querySelector(".status");
+  st.replaceChildren(badge(t.status));
+  row.querySelector(".summary").textContent = t.summary || "";
+  row.querySelector(".when").textContent = "started " + time(t.created_at) + (t.completed_at ? " · ended " + time(t.completed_at) : "");
+  row.querySelector(".cancel").hidden = !t.running;
+}
+
+// ---------------------------------------------------------------- tools
+
+async function loadTools() {
+  const box = $("tools-list");
+  box.textContent = "";
+  const sid = state.current;
+  if (!sid) {
+    $("tools-scope").textContent = "Open a session to see the tools its core resolves.";
+    return;
+  }
+  $("tools-scope").textContent = `The resolved catalog of “${sessionName(state.sessions.get(sid))}”.`;
+  let r;
+  try {
+    r = await api("GET", "/v1/sessions/" + encodeURIComponent(sid) + "/tools");
+  } catch (e) {
+    box.append(h("p.error", { text: errorText(e) }));
+    return;
+  }
+  const table = h(
+    "table.tools",
+    null,
+    h("caption", { text: `Core ${r.core_id}: ${r.tools.length} tools` }),
+    h("thead", null, h("tr", null, ["Name", "Source", "Risk", "Capability", "Policy", "Description"].map((c) => h("th", { scope: "col", text: c })))),
+    h(
+      "tbody",
+      null,
+      r.tools.map((t) =>
+        h(
+          "tr",
+          null,
+          h("th", { scope: "row" }, h("code", { text: t.name })),
+          h("td", { text: t.source }),
+          h("td", null, riskBadge(t.risk)),
+          h("td", { text: t.capability }),
+          h("td", { text: t.approval_policy }),
+          h("td.small", { text: t.description }),
+        ),
+      ),
+    ),
+  );
+  box.append(table);
+  const unavailable = r.unavailable || [];
+  box.append(h("h3", { text: "Unavailable" }));
+  if (!unavailable.length) box.append(h("p.muted", { text: "Every tool of the core is available." }));
+  else {
+    const reasons = r.unavailable_reasons || {};
+    box.append(
+      h(
+        "ul",
+        null,
+        unavailable.map((n) => {
+          const name = typeof n === "string" ? n : n.name || pretty(n);
+          const why = typeof n === "object" && n.reason ? n.reason : reasons[name];
+          return h("li", null, h("code", { text: name }), why ? " — " + (typeof why === "string" ? why : pretty(why)) : "");
+        }),
+      ),
+    );
+  }
+}
+
+// ---------------------------------------------------------------- wiring
+
+async function send() {
+  const text = $("message").value;
+  if (!text.trim() || !state.current) return;
+  const sid = state.current;
+  $("send").disabled = true;
+  try {
+    const r = await api("POST", "/v1/sessions/" + encodeURIComponent(sid) + "/turns", { input: text });
+    $("message").value = "";
+    // The turn may already have ended on the stream before this answer came back.
+    if (state.current === sid && !state.live.ended.has(r.turn_id)) setRunning(r.turn_id);
+  } catch (e) {
+    say($("turn-status"), errorText(e), true);
+  } finally {
+    $("send").disabled = false;
+  }
+}
+
+function tick() {
+  const now = Date.now();
+  for (const el of document.querySelectorAll(".expiry[data-expires]")) {
+    const t = countdown(el.dataset.expires, now);
+    if (el.textContent !== t) el.textContent = t;
+    if (t === "expired") {
+      const group = el.closest(".approval, .question");
+      group?.querySelectorAll("button, input").forEach((b) => (b.disabled = true));
+    }
+  }
+}
+
+function init() {
+  $("signin-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const token = $("token").value.trim();
+    say($("signin-error"), "");
+    try {
+      await signIn(token);
+      $("token").value = "";
+      $("main").focus();
+    } catch (err) {
+      say($("signin-error"), err instanceof ApiError && err.status === 401 ? "That token was not accepted." : errorText(err), true);
+      $("token").focus();
+    }
+  });
+  $("signout").addEventListener("click", signOut);
+  $("new-session").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const title = $("new-title").value.trim() || "Session " + new Date().toLocaleString();
+    try {
+      await createSession(title);
+      $("new-title").value = "";
+      $("message").focus();
+    } catch (err) {
+      alert(errorText(err));
+    }
+  });
+  $("search").addEventListener("submit", (e) => {
+    e.preventDefault();
+    search($("q").value);
+  });
+  $("more-sessions").addEventListener("click", () => loadSessions(false).catch((e) => alert(errorText(e))));
+  $("composer").addEventListener("submit", (e) => {
+    e.preventDefault();
+    send();
+  });
+  $("message").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      send();
+    }
+  });
+  $("stop").addEventListener("click", async () => {
+    const live = state.live;
+    if (!live || !live.runningTurn) return;
+    $("stop").disabled = true;
+    try {
+      await api("POST", `/v1/sessions/${encodeURIComponent(live.id)}/turns/${encodeURIComponent(live.runningTurn)}/cancel`);
+      say($("turn-status"), "Stopping…");
+    } catch (e) {
+      say($("turn-status"), errorText(e), true);
+    } finally {
+      $("stop").disabled = false;
+    }
+  });
+  $("display").addEventListener("change", () => {
+    const level = $("display").value;
+    $("log").className = "log display-" + level;
+    for (const d of $("log").querySelectorAll("details.details")) d.open = level === "full";
+  });
+  $("log").addEventListener("scroll", () => {
+    const log = $("log");
+    stick = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+  });
+  window.addEventListener("hashchange", route);
+  setInterval(tick, 1000);
+  setInterval(refreshSessions, 10_000);
+  window.addEventListener("focus", refreshSessions);
+
+  const ready = () => {
+    document.body.dataset.ready = "1";
+    performance.mark("console-interactive");
+  };
+  if (auth.token) {
+    signIn(auth.token)
+      .catch(() => {
+        say($("signin-error"), "Your session token is no longer accepted; sign in again.", true);
+      })
+      .finally(ready);
+  } else ready();
+}
+
+init();
