@@ -15,6 +15,7 @@
 //! - [`tools`]: built-in tool adapters.
 //! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment.
 //! - [`tasks`]: durable background tasks and their logs.
+//! - [`running`]: the registry of work running on this node (turns, tasks) and its shutdown.
 //! - [`policy`]: pure decisions: guard, URL policy, capabilities, approval policy, paths.
 //! - [`redact`]: secret discovery and the five result views.
 //! - [`ids`]: parsed identifiers; handlers never see raw id strings.
@@ -37,6 +38,7 @@ pub mod ids;
 pub mod metrics;
 pub mod policy;
 pub mod redact;
+pub mod running;
 pub mod startup;
 pub mod store;
 pub mod tasks;
