@@ -16,7 +16,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use serde::de::DeserializeOwned;
-use serde_yaml::{Mapping, Value};
+use serde_yaml_ng::{Mapping, Value};
 use sha2::{Digest, Sha256};
 
 use super::manifest::{
@@ -107,9 +107,9 @@ impl CoreError {
         Self::new(CoreErrorKind::Io, file, None, format!("cannot read: {err}"))
     }
 
-    /// A serde_yaml error. Its text is `<path>: <message> at line L column C`
+    /// A YAML parse error. Its text is `<path>: <message> at line L column C`
     /// (no path at the document root); the path becomes the field.
-    fn yaml(kind: CoreErrorKind, file: &str, err: &serde_yaml::Error) -> Self {
+    fn yaml(kind: CoreErrorKind, file: &str, err: &serde_yaml_ng::Error) -> Self {
         let text = err.to_string();
         let (field, problem) = split_yaml_path(&text);
         Self::new(kind, file, field, problem)
@@ -558,13 +558,13 @@ fn parse_yaml<T: DeserializeOwned>(file: &str, bytes: &[u8]) -> Result<T, CoreEr
     let text = std::str::from_utf8(bytes).map_err(|e| {
         CoreError::new(CoreErrorKind::Syntax, file, None, format!("not UTF-8: {e}"))
     })?;
-    let value: Value =
-        serde_yaml::from_str(text).map_err(|e| CoreError::yaml(CoreErrorKind::Syntax, file, &e))?;
+    let value: Value = serde_yaml_ng::from_str(text)
+        .map_err(|e| CoreError::yaml(CoreErrorKind::Syntax, file, &e))?;
     let parsed = if value.is_null() {
         T::deserialize(Value::Mapping(Mapping::new()))
     } else {
         // Parse the text again (not the Value) so errors keep line/column.
-        serde_yaml::from_str::<T>(text)
+        serde_yaml_ng::from_str::<T>(text)
     };
     parsed.map_err(|e| CoreError::yaml(CoreErrorKind::Schema, file, &e))
 }
