@@ -25,6 +25,7 @@
 //!   execute step, and the host services it may use (no adapter imports `dispatch`).
 //! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment, sandbox.
 //! - [`tasks`]: durable background tasks and their logs.
+//! - [`running`]: the registry of work running on this node (turns, tasks) and its shutdown.
 //!
 //! Deciding and hiding:
 //! - [`policy`]: pure decisions, no I/O: the command guard (`policy::shell`
@@ -62,6 +63,7 @@ pub mod net;
 pub mod paths;
 pub mod policy;
 pub mod redact;
+pub mod running;
 pub mod startup;
 pub mod store;
 pub mod tasks;

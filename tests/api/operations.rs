@@ -296,3 +296,114 @@ async fn the_console_and_its_embedded_assets_are_served_without_auth() {
         assert_eq!(b["error"]["code"], "not_found");
     }
 }
+
+/// A direct connection to an app's database (SQLite file or PostgreSQL).
+async fn db_conn(app: &TestApp) -> sqlx::AnyConnection {
+    use sqlx::Connection;
+    sqlx::any::install_default_drivers();
+    let url = match &app.database_url {
+        Some(url) => url.clone(),
+        None => format!("sqlite://{}", app.home.join("demiurge.db").display()),
+    };
+    sqlx::AnyConnection::connect(&url).await.unwrap()
+}
+
+async fn applied_migrations(conn: &mut sqlx::AnyConnection) -> Vec<(i64, Vec<u8>)> {
+    use sqlx::Row;
+    sqlx::query("SELECT version, checksum FROM _sqlx_migrations ORDER BY version")
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get::<i64, _>(0), r.get::<Vec<u8>, _>(1)))
+        .collect()
+}
+
+async fn table_exists(conn: &mut sqlx::AnyConnection, backend: Backend, table: &str) -> bool {
+    use sqlx::Row;
+    let sql = match backend {
+        Backend::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = $1",
+        Backend::Postgres => {
+            "SELECT COUNT(*) FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name = $1"
+        }
+    };
+    let n: i64 = sqlx::query(sql)
+        .bind(table)
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap()
+        .get(0);
+    n > 0
+}
+
+#[tokio::test]
+async fn migrations_are_checksummed_and_the_old_bookkeeping_is_adopted() {
+    use sqlx::Connection;
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let tok = app.token("default", "alice");
+        let sid = app.create_session(&tok).await;
+        let mut conn = db_conn(&app).await;
+        let fresh = applied_migrations(&mut conn).await;
+        let versions: Vec<i64> = fresh.iter().map(|(v, _)| *v).collect();
+        assert_eq!(versions, [1, 2, 3, 4, 5], "{backend:?}");
+        assert!(
+            fresh.iter().all(|(_, c)| c.len() == 48),
+            "SHA-384 checksums"
+        );
+        assert!(!table_exists(&mut conn, backend, "demiurge_migrations").await);
+
+        // A database as the previous runner left it: its own table, no checksums.
+        sqlx::raw_sql(
+            "DROP TABLE _sqlx_migrations;
+             CREATE TABLE demiurge_migrations (
+                version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL);
+             INSERT INTO demiurge_migrations (version, name, applied_at) VALUES
+                (1, 'foundation', 1), (2, 'approvals', 1), (3, 'tasks', 1),
+                (4, 'tokens', 1), (5, 'tenant_policy', 1);",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        conn.close().await.unwrap();
+        let app = app.restart_after_crash().await;
+        let (status, _) = app.get(&tok, &format!("/v1/sessions/{sid}")).await;
+        assert_eq!(status, 200, "{backend:?}: data survives the adoption");
+        let mut conn = db_conn(&app).await;
+        assert_eq!(applied_migrations(&mut conn).await, fresh, "{backend:?}");
+        assert!(!table_exists(&mut conn, backend, "demiurge_migrations").await);
+
+        // An applied migration whose file changed stops the start.
+        sqlx::query("UPDATE _sqlx_migrations SET checksum = $1 WHERE version = 3")
+            .bind(vec![0_u8; 48])
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        let out = app.cli(&["migrate"]);
+        assert!(!out.status.success(), "{backend:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("migration 3"), "{backend:?}: {err}");
+        // A version this binary does not know stops it too.
+        sqlx::query("UPDATE _sqlx_migrations SET checksum = $1 WHERE version = 3")
+            .bind(fresh[2].1.clone())
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        assert!(app.cli(&["migrate"]).status.success(), "{backend:?}");
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES (999, 'future', $1, $2, 0)",
+        )
+        .bind(true)
+        .bind(vec![0_u8; 48])
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        let out = app.cli(&["migrate"]);
+        assert!(!out.status.success(), "{backend:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("999"), "{backend:?}: {err}");
+        conn.close().await.unwrap();
+    }
+}

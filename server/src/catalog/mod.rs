@@ -18,6 +18,7 @@ use crate::policy::approval_policy::{
     Source,
 };
 use crate::policy::capabilities::CapabilityGrants;
+use crate::policy::json_schema::ArgumentSchema;
 
 /// One built-in tool as the registry defines it.
 #[derive(Debug, Clone, Deserialize)]
@@ -80,6 +81,9 @@ pub struct ResolvedEntry {
     pub provenance: String,
     pub description: String,
     pub input_schema: Value,
+    /// `input_schema` compiled once, with the catalog; every call's
+    /// arguments are validated against it before anything else.
+    pub arguments: ArgumentSchema,
     pub risk: Risk,
     pub capability: Option<String>,
     /// Effective approval policy after core metadata and core/global blocks.
@@ -129,11 +133,16 @@ pub struct ResolvedCatalog {
 
 impl ResolvedCatalog {
     pub fn build(input: &CatalogInput) -> Self {
+        Self::build_from(input, builtins())
+    }
+
+    /// [`Self::build`] over a given built-in registry.
+    fn build_from(input: &CatalogInput, registry: &[BuiltinSpec]) -> Self {
         let mut entries = Vec::new();
         let mut unavailable = Vec::new();
         let mut unavailable_reasons = BTreeMap::new();
         for name in &input.builtin_tools {
-            let Some(spec) = builtins().iter().find(|s| &s.name == name) else {
+            let Some(spec) = registry.iter().find(|s| &s.name == name) else {
                 continue;
             };
             let base = Metadata {
@@ -160,6 +169,16 @@ impl ResolvedCatalog {
                 unavailable_reasons.insert(name.clone(), reason.clone());
                 continue;
             }
+            // A schema the validator cannot enforce fails closed: the tool
+            // is listed as unavailable with the reason, never called unchecked.
+            let arguments = match ArgumentSchema::compile(&spec.input_schema) {
+                Ok(compiled) => compiled,
+                Err(reason) => {
+                    unavailable.push(name.clone());
+                    unavailable_reasons.insert(name.clone(), reason);
+                    continue;
+                }
+            };
             let policy = effective_policy(
                 &meta,
                 name,
@@ -172,6 +191,7 @@ impl ResolvedCatalog {
                 provenance: format!("builtin {}/{}", spec.toolset, spec.name),
                 description: spec.description.clone(),
                 input_schema: spec.input_schema.clone(),
+                arguments,
                 risk: meta.risk,
                 capability: meta.capability,
                 policy,
@@ -384,5 +404,41 @@ mod tests {
             .definitions()
             .iter()
             .any(|d| d["function"]["name"] == "terminal"));
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_makes_the_tool_unavailable_with_the_reason() {
+        let mut registry = builtins().to_vec();
+        let read = registry.iter_mut().find(|s| s.name == "read_file").unwrap();
+        read.input_schema["properties"]["path"]["pattern"] = json!("^(unclosed");
+        let c = ResolvedCatalog::build_from(&input(&["read_file", "tools_list"]), &registry);
+        assert!(c.resolve("read_file").is_none(), "never callable unchecked");
+        assert!(c.resolve("tools_list").is_some());
+        let listing = c.listing();
+        assert_eq!(listing["unavailable"], json!(["read_file"]));
+        let reason = listing["unavailable_reasons"]["read_file"]
+            .as_str()
+            .unwrap();
+        assert!(
+            reason.starts_with("input schema does not compile at /properties/path/pattern"),
+            "{reason}"
+        );
+        assert!(!c
+            .definitions()
+            .iter()
+            .any(|d| d["function"]["name"] == "read_file"));
+        // The same tool with its real schema is available.
+        let ok = ResolvedCatalog::build(&input(&["read_file"]));
+        assert!(ok.resolve("read_file").is_some());
+        assert_eq!(ok.listing()["unavailable"], json!([]));
+    }
+
+    #[test]
+    fn each_entry_validates_with_its_compiled_schema() {
+        let c = ResolvedCatalog::build(&input(&["read_file"]));
+        let e = c.resolve("read_file").unwrap();
+        assert!(e.arguments.validate(&json!({"path": "a"})).is_ok());
+        let errors = e.arguments.validate(&json!({"path": 3})).unwrap_err();
+        assert_eq!(errors, [r#"arguments.path: value is not of type "string""#]);
     }
 }

@@ -16,7 +16,8 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use serde::de::DeserializeOwned;
-use serde_yaml::{Mapping, Value};
+use serde_yaml_ng::{Mapping, Value};
+use sha2::{Digest, Sha256};
 
 use super::manifest::{
     AgentYaml, GlobalYaml, PipelinesYaml, SlotYaml, ToolMetadataOverride, ToolYaml,
@@ -106,9 +107,9 @@ impl CoreError {
         Self::new(CoreErrorKind::Io, file, None, format!("cannot read: {err}"))
     }
 
-    /// A serde_yaml error. Its text is `<path>: <message> at line L column C`
+    /// A YAML parse error. Its text is `<path>: <message> at line L column C`
     /// (no path at the document root); the path becomes the field.
-    fn yaml(kind: CoreErrorKind, file: &str, err: &serde_yaml::Error) -> Self {
+    fn yaml(kind: CoreErrorKind, file: &str, err: &serde_yaml_ng::Error) -> Self {
         let text = err.to_string();
         let (field, problem) = split_yaml_path(&text);
         Self::new(kind, file, field, problem)
@@ -478,7 +479,7 @@ impl Cx {
         let mut h = Sha256::new();
         let mut field = |tag: &[u8], data: &[u8]| {
             h.update(tag);
-            h.update(&(data.len() as u64).to_le_bytes());
+            h.update((data.len() as u64).to_le_bytes());
             h.update(data);
         };
         field(b"core", core_id.as_bytes());
@@ -489,8 +490,13 @@ impl Cx {
         for skill in skills {
             field(b"skil", skill.path_rel.as_bytes());
         }
-        h.hex()
+        hex_digest(h)
     }
+}
+
+/// Lowercase hex of a finished SHA-256.
+fn hex_digest(h: Sha256) -> String {
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 struct DirItem {
@@ -552,13 +558,13 @@ fn parse_yaml<T: DeserializeOwned>(file: &str, bytes: &[u8]) -> Result<T, CoreEr
     let text = std::str::from_utf8(bytes).map_err(|e| {
         CoreError::new(CoreErrorKind::Syntax, file, None, format!("not UTF-8: {e}"))
     })?;
-    let value: Value =
-        serde_yaml::from_str(text).map_err(|e| CoreError::yaml(CoreErrorKind::Syntax, file, &e))?;
+    let value: Value = serde_yaml_ng::from_str(text)
+        .map_err(|e| CoreError::yaml(CoreErrorKind::Syntax, file, &e))?;
     let parsed = if value.is_null() {
         T::deserialize(Value::Mapping(Mapping::new()))
     } else {
         // Parse the text again (not the Value) so errors keep line/column.
-        serde_yaml::from_str::<T>(text)
+        serde_yaml_ng::from_str::<T>(text)
     };
     parsed.map_err(|e| CoreError::yaml(CoreErrorKind::Schema, file, &e))
 }
@@ -1029,119 +1035,6 @@ fn walk_packaged_skills(
         walk_packaged_skills(children, depth + 1, skills)?;
     }
     Ok(())
-}
-
-// ---------------------------------------------------------------------------
-// SHA-256 (FIPS 180-4), for the fingerprint only.
-
-struct Sha256 {
-    state: [u32; 8],
-    buf: Vec<u8>,
-    len: u64,
-}
-
-const SHA256_K: [u32; 64] = [
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-];
-
-impl Sha256 {
-    fn new() -> Self {
-        Self {
-            state: [
-                0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-                0x5be0cd19,
-            ],
-            buf: Vec::with_capacity(64),
-            len: 0,
-        }
-    }
-
-    fn update(&mut self, mut data: &[u8]) {
-        self.len = self.len.wrapping_add(data.len() as u64);
-        if !self.buf.is_empty() {
-            let take = (64 - self.buf.len()).min(data.len());
-            self.buf.extend_from_slice(&data[..take]);
-            data = &data[take..];
-            if self.buf.len() == 64 {
-                let block = std::mem::take(&mut self.buf);
-                self.compress(&block);
-                self.buf = block;
-                self.buf.clear();
-            }
-        }
-        let mut chunks = data.chunks_exact(64);
-        for block in &mut chunks {
-            self.compress(block);
-        }
-        self.buf.extend_from_slice(chunks.remainder());
-    }
-
-    fn compress(&mut self, block: &[u8]) {
-        let mut w = [0u32; 64];
-        for (i, word) in block.chunks_exact(4).enumerate().take(16) {
-            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-        }
-        for i in 16..64 {
-            let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
-            let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
-            w[i] = w[i - 16]
-                .wrapping_add(s0)
-                .wrapping_add(w[i - 7])
-                .wrapping_add(s1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = self.state;
-        for i in 0..64 {
-            let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
-            let ch = (e & f) ^ (!e & g);
-            let t1 = h
-                .wrapping_add(s1)
-                .wrapping_add(ch)
-                .wrapping_add(SHA256_K[i])
-                .wrapping_add(w[i]);
-            let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
-            let maj = (a & b) ^ (a & c) ^ (b & c);
-            let t2 = s0.wrapping_add(maj);
-            h = g;
-            g = f;
-            f = e;
-            e = d.wrapping_add(t1);
-            d = c;
-            c = b;
-            b = a;
-            a = t1.wrapping_add(t2);
-        }
-        for (s, v) in self.state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
-            *s = s.wrapping_add(v);
-        }
-    }
-
-    fn hex(mut self) -> String {
-        let bit_len = self.len.wrapping_mul(8);
-        let mut tail = std::mem::take(&mut self.buf);
-        tail.push(0x80);
-        while tail.len() % 64 != 56 {
-            tail.push(0);
-        }
-        tail.extend_from_slice(&bit_len.to_be_bytes());
-        for block in tail.chunks_exact(64) {
-            self.compress(block);
-        }
-        self.state.iter().map(|w| format!("{w:08x}")).collect()
-    }
-}
-
-#[cfg(test)]
-fn sha256_hex(data: &[u8]) -> String {
-    let mut h = Sha256::new();
-    h.update(data);
-    h.hex()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 use super::*;
 
 fn yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
-    serde_yaml::from_str(text).map_err(|e| e.to_string())
+    serde_yaml_ng::from_str(text).map_err(|e| e.to_string())
 }
 
 #[test]

@@ -63,10 +63,10 @@ fn seeded_assistant_grants_the_python_assistant_defaults() {
 fn seed_files_parse_on_their_own() {
     for (rel, text) in FILES {
         if rel.ends_with("slot.yaml") {
-            serde_yaml::from_str::<SlotYaml>(text).unwrap();
+            serde_yaml_ng::from_str::<SlotYaml>(text).unwrap();
         }
         if *rel == "agent.yaml" {
-            let m: AgentYaml = serde_yaml::from_str(text).unwrap();
+            let m: AgentYaml = serde_yaml_ng::from_str(text).unwrap();
             assert_eq!(m.agent.id, "assistant");
             assert_eq!(m.tools.toolsets, ["coding", "demiurge_control", "schedule"]);
         }

@@ -238,7 +238,7 @@ impl Dispatcher {
                 format!("tool not found or not allowed: {name}"),
             );
         };
-        if let Err(errors) = crate::policy::json_schema::validate(&entry.input_schema, args) {
+        if let Err(errors) = entry.arguments.validate(args) {
             return ToolOutcome::error(
                 ToolStatus::Invalid,
                 format!("invalid arguments for {name}: {}", errors.join("; ")),

@@ -1,46 +1,70 @@
-//! A small migration runner over embedded SQL files, one folder per backend.
-//! Applied versions are recorded in `demiurge_migrations`; on PostgreSQL an
-//! advisory lock keeps two starting instances from migrating at once.
+//! Migrations: sqlx's [`Migrator`] over the SQL files embedded from
+//! `migrations/sqlite` and `migrations/postgres`, one set per backend.
+//!
+//! sqlx records each applied version with a SHA-384 checksum of its SQL in
+//! `_sqlx_migrations` and refuses to start when an applied file has changed
+//! (`VersionMismatch`), when the database holds a version this binary does
+//! not know (`VersionMissing`), or when an earlier run left a version
+//! half-applied (`Dirty`). On PostgreSQL it holds an advisory lock (keyed by
+//! the database name) for the whole run, so two starting instances never
+//! migrate at once; on SQLite the store's write gate serialises this process
+//! and SQLite's own locking the rest.
+//!
+//! Databases created by the previous hand-written runner record their
+//! versions in `demiurge_migrations` without checksums. At the first start
+//! under this runner, inside the same lock and one transaction, those
+//! versions are adopted into `_sqlx_migrations` with the checksum of the
+//! embedded file of the same version (the old runner applied exactly those
+//! files, which have not changed since) and the old table is dropped; from
+//! then on every start verifies the checksums. A version the old table
+//! records but this binary does not know stops the start, as it would under
+//! sqlx.
+
+use std::borrow::Cow;
 
 use anyhow::Context;
+use futures_util::future::BoxFuture;
+use sqlx::migrate::{Migrate, Migration, MigrationSource, MigrationType, Migrator};
 use sqlx::Row;
 
 use super::Store;
 use crate::config::Backend;
 
-struct Migration {
+/// One migration: a version, a name, and its SQL for each backend. Register
+/// a new one here with both files (`migrations/{sqlite,postgres}/000N_x.sql`).
+struct Embedded {
     version: i64,
     name: &'static str,
     sqlite: &'static str,
     postgres: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[
-    Migration {
+const MIGRATIONS: &[Embedded] = &[
+    Embedded {
         version: 1,
         name: "foundation",
         sqlite: include_str!("../../../migrations/sqlite/0001_foundation.sql"),
         postgres: include_str!("../../../migrations/postgres/0001_foundation.sql"),
     },
-    Migration {
+    Embedded {
         version: 2,
         name: "approvals",
         sqlite: include_str!("../../../migrations/sqlite/0002_approvals.sql"),
         postgres: include_str!("../../../migrations/postgres/0002_approvals.sql"),
     },
-    Migration {
+    Embedded {
         version: 3,
         name: "tasks",
         sqlite: include_str!("../../../migrations/sqlite/0003_tasks.sql"),
         postgres: include_str!("../../../migrations/postgres/0003_tasks.sql"),
     },
-    Migration {
+    Embedded {
         version: 4,
         name: "tokens",
         sqlite: include_str!("../../../migrations/sqlite/0004_tokens.sql"),
         postgres: include_str!("../../../migrations/postgres/0004_tokens.sql"),
     },
-    Migration {
+    Embedded {
         version: 5,
         name: "tenant_policy",
         sqlite: include_str!("../../../migrations/sqlite/0005_tenant_policy.sql"),
@@ -48,64 +72,160 @@ const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-/// Arbitrary constant naming our advisory lock.
-const PG_LOCK_KEY: i64 = 0x64656d69;
+/// The embedded migrations of one backend, as sqlx sees them.
+#[derive(Debug)]
+struct Source(Backend);
+
+impl MigrationSource<'static> for Source {
+    fn resolve(self) -> BoxFuture<'static, Result<Vec<Migration>, sqlx::error::BoxDynError>> {
+        Box::pin(async move { Ok(migrations(self.0)) })
+    }
+}
+
+fn migrations(backend: Backend) -> Vec<Migration> {
+    MIGRATIONS
+        .iter()
+        .map(|m| {
+            let sql = match backend {
+                Backend::Sqlite => m.sqlite,
+                Backend::Postgres => m.postgres,
+            };
+            Migration::new(
+                m.version,
+                Cow::Borrowed(m.name),
+                MigrationType::Simple,
+                Cow::Borrowed(sql),
+                false,
+            )
+        })
+        .collect()
+}
+
+/// The migrator of one backend.
+pub(super) async fn migrator(backend: Backend) -> anyhow::Result<Migrator> {
+    Migrator::new(Source(backend))
+        .await
+        .context("embedded migrations")
+}
 
 pub(super) async fn run(store: &Store) -> anyhow::Result<()> {
     let _gate = store.write_gate().await;
+    let migrator = migrator(store.backend()).await?;
     let mut conn = store.pool().acquire().await?;
-    if store.backend() == Backend::Postgres {
-        sqlx::query("SELECT pg_advisory_lock($1)")
-            .bind(PG_LOCK_KEY)
-            .execute(&mut *conn)
-            .await?;
-    }
-    let result = apply(store.backend(), &mut conn).await;
-    if store.backend() == Backend::Postgres {
-        sqlx::query("SELECT pg_advisory_unlock($1)")
-            .bind(PG_LOCK_KEY)
-            .execute(&mut *conn)
-            .await?;
+    let result = run_on(store.backend(), &migrator, &mut conn).await;
+    if result.is_err() {
+        // A failed run may leave the session's advisory lock held: never
+        // hand that connection back to the pool.
+        let _ = conn.close().await;
     }
     result
 }
 
-async fn apply(backend: Backend, conn: &mut sqlx::AnyConnection) -> anyhow::Result<()> {
-    sqlx::raw_sql(
-        "CREATE TABLE IF NOT EXISTS demiurge_migrations (
-            version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
-    )
-    .execute(&mut *conn)
-    .await?;
-    let applied: Vec<i64> = sqlx::query("SELECT version FROM demiurge_migrations")
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(|r| r.try_get::<i64, _>(0))
-        .collect::<Result<_, _>>()?;
-    for m in MIGRATIONS {
-        if applied.contains(&m.version) {
-            continue;
+async fn run_on(
+    backend: Backend,
+    migrator: &Migrator,
+    conn: &mut sqlx::AnyConnection,
+) -> anyhow::Result<()> {
+    // The same (re-entrant) lock the migrator takes, held around the
+    // adoption of the old bookkeeping too.
+    conn.lock().await?;
+    adopt_legacy(backend, migrator, conn)
+        .await
+        .context("adopt the bookkeeping of the previous migration runner")?;
+    let applied = migrator.run(&mut *conn).await;
+    conn.unlock().await?;
+    applied?;
+    Ok(())
+}
+
+/// Move `demiurge_migrations` (versions only) into `_sqlx_migrations`.
+async fn adopt_legacy(
+    backend: Backend,
+    migrator: &Migrator,
+    conn: &mut sqlx::AnyConnection,
+) -> anyhow::Result<()> {
+    let exists = match backend {
+        Backend::Sqlite => {
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'demiurge_migrations'"
         }
-        let sql = match backend {
-            Backend::Sqlite => m.sqlite,
-            Backend::Postgres => m.postgres,
+        Backend::Postgres => {
+            "SELECT COUNT(*) FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name = 'demiurge_migrations'"
+        }
+    };
+    let count: i64 = sqlx::query(exists)
+        .fetch_one(&mut *conn)
+        .await?
+        .try_get(0)?;
+    if count == 0 {
+        return Ok(());
+    }
+    conn.ensure_migrations_table().await?;
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let versions: Vec<i64> =
+        sqlx::query("SELECT version FROM demiurge_migrations ORDER BY version")
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|r| r.try_get::<i64, _>(0))
+            .collect::<Result<_, _>>()?;
+    for version in versions {
+        let Some(m) = migrator.iter().find(|m| m.version == version) else {
+            anyhow::bail!(
+                "the database records migration {version}, which this binary does not know"
+            );
         };
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        sqlx::raw_sql(sql)
-            .execute(&mut *tx)
-            .await
-            .with_context(|| format!("migration {:04}_{}", m.version, m.name))?;
         sqlx::query(
-            "INSERT INTO demiurge_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (version) DO NOTHING",
         )
         .bind(m.version)
-        .bind(m.name)
-        .bind(crate::time::now_ms())
+        .bind(m.description.to_string())
+        .bind(true)
+        .bind(m.checksum.to_vec())
+        .bind(0_i64)
         .execute(&mut *tx)
         .await?;
-        tx.commit().await?;
-        tracing::info!(version = m.version, name = m.name, "applied migration");
     }
+    sqlx::query("DROP TABLE demiurge_migrations")
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    tracing::info!("adopted the previous runner's migration records");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_backend_has_every_version_in_order_with_its_own_sql() {
+        for backend in [Backend::Sqlite, Backend::Postgres] {
+            let ms = migrations(backend);
+            let versions: Vec<i64> = ms.iter().map(|m| m.version).collect();
+            let expected: Vec<i64> = (1..=ms.len() as i64).collect();
+            assert_eq!(versions, expected);
+            assert!(ms.iter().all(|m| !m.sql.trim().is_empty()));
+        }
+        let (s, p) = (migrations(Backend::Sqlite), migrations(Backend::Postgres));
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!((&*s[i].sql, &*p[i].sql), (m.sqlite, m.postgres));
+        }
+    }
+
+    #[test]
+    fn checksums_follow_the_sql() {
+        let a = migrations(Backend::Sqlite);
+        let b = migrations(Backend::Sqlite);
+        assert!(a.iter().zip(&b).all(|(x, y)| x.checksum == y.checksum));
+        let changed = Migration::new(
+            1,
+            Cow::Borrowed("foundation"),
+            MigrationType::Simple,
+            Cow::Owned(format!("{}\n-- edited", a[0].sql)),
+            false,
+        );
+        assert_ne!(changed.checksum, a[0].checksum);
+    }
 }

@@ -14,10 +14,9 @@
 //! of the call's arguments) and its result (the durable view of the same
 //! [`SecretRedactor`] views foreground results get) pass the redactor first.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -28,6 +27,7 @@ use crate::events::EventLog;
 use crate::exec::{OutputBudget, StorageQuota};
 use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{SecretRedactor, View, Views};
+use crate::running::RunningWork;
 use crate::store::{NewTask, Store, TaskRow};
 
 /// Characters of a task's logs kept in the database; the artifact has the rest.
@@ -42,9 +42,8 @@ pub struct TaskOutcome {
     pub result: Value,
 }
 
-struct Running {
-    token: CancellationToken,
-    done: Arc<tokio::sync::Notify>,
+/// Whose a running task is, for the caps.
+struct Owner {
     tenant: String,
     principal: String,
 }
@@ -73,7 +72,7 @@ pub struct Tasks {
     node_id: String,
     caps: TaskCaps,
     quota: Arc<StorageQuota>,
-    running: Arc<Mutex<HashMap<String, Running>>>,
+    running: RunningWork<String, Owner>,
 }
 
 /// What a running job gets: its id, its cancellation, and its log.
@@ -250,25 +249,20 @@ impl Tasks {
             node_id,
             caps,
             quota,
-            running: Arc::default(),
+            running: RunningWork::default(),
         }
     }
 
     /// Why one more task of this principal would be refused now, if it would.
     pub fn over_cap(&self, scope: &PrincipalScope) -> Option<String> {
-        let running = self.running();
-        cap_denial(
-            running
-                .values()
-                .map(|r| (r.tenant.as_str(), r.principal.as_str())),
-            self.caps,
-            scope.tenant().as_str(),
-            scope.principal().as_str(),
-        )
-    }
-
-    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner())
+        self.running.with_all(|running| {
+            cap_denial(
+                running.map(|o| (o.tenant.as_str(), o.principal.as_str())),
+                self.caps,
+                scope.tenant().as_str(),
+                scope.principal().as_str(),
+            )
+        })
     }
 
     async fn updated(&self, session_id: &str, id: &str, kind: &str, status: &str, summary: &str) {
@@ -301,27 +295,19 @@ impl Tasks {
         let id = format!("task_{}", uuid::Uuid::now_v7().simple());
         let summary = known.redact_str_for(&summary, View::Event);
         let summary: String = summary.chars().take(1200).collect();
-        let token = CancellationToken::new();
         let (tenant, principal) = (scope.tenant().as_str(), scope.principal().as_str());
-        {
-            // Check and claim the slot under one lock: concurrent starts cannot both pass.
-            let mut running = self.running();
-            let taken = running
-                .values()
-                .map(|r| (r.tenant.as_str(), r.principal.as_str()));
-            if let Some(denial) = cap_denial(taken, self.caps, tenant, principal) {
-                return Err(StartError::Limit(denial));
+        let owner = Owner {
+            tenant: tenant.to_owned(),
+            principal: principal.to_owned(),
+        };
+        // Check and claim the slot under one lock: concurrent starts cannot both pass.
+        let token = self.running.claim(id.clone(), owner, |running| {
+            let taken = running.map(|o| (o.tenant.as_str(), o.principal.as_str()));
+            match cap_denial(taken, self.caps, tenant, principal) {
+                Some(denial) => Err(StartError::Limit(denial)),
+                None => Ok(()),
             }
-            running.insert(
-                id.clone(),
-                Running {
-                    token: token.clone(),
-                    done: Arc::new(tokio::sync::Notify::new()),
-                    tenant: tenant.to_owned(),
-                    principal: principal.to_owned(),
-                },
-            );
-        }
+        })?;
         let inserted = self
             .store
             .insert_task(&NewTask {
@@ -335,7 +321,7 @@ impl Tasks {
             })
             .await;
         if let Err(e) = inserted {
-            self.running().remove(&id);
+            self.running.forget(&id);
             return Err(Error::from(e).into());
         }
         self.updated(session_id, &id, kind, "running", &summary)
@@ -351,7 +337,7 @@ impl Tasks {
         let this = self.clone();
         let session = session_id.to_owned();
         let task_id = id.clone();
-        tokio::spawn(async move {
+        self.running.spawn(id.clone(), async move {
             let id = task_id;
             let outcome = job(handle).await;
             let seen = known.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -367,9 +353,6 @@ impl Tasks {
                 Err(e) => {
                     tracing::error!(error = %e, task = %id, "could not record the task's end")
                 }
-            }
-            if let Some(r) = this.running().remove(&id) {
-                r.done.notify_waiters();
             }
         });
         Ok(id)
@@ -400,27 +383,18 @@ impl Tasks {
         if row.status != "running" {
             return Ok(row);
         }
-        let waiter = self.running().get(id).map(|r| {
-            r.token.cancel();
-            r.done.clone()
-        });
-        match waiter {
-            Some(done) => {
-                let notified = done.notified();
-                if self.running().contains_key(id) {
-                    let _ = tokio::time::timeout(Duration::from_secs(15), notified).await;
-                }
-            }
-            None => {
-                if self
-                    .store
-                    .finish_task(id, "cancelled", "{\"reason\":\"cancelled\"}")
-                    .await?
-                {
-                    self.updated(&row.session_id, id, &row.kind, "cancelled", &row.summary)
-                        .await;
-                }
-            }
+        let here = self
+            .running
+            .cancel(&id.to_owned(), |_| {}, Duration::from_secs(15))
+            .await;
+        if !here
+            && self
+                .store
+                .finish_task(id, "cancelled", "{\"reason\":\"cancelled\"}")
+                .await?
+        {
+            self.updated(&row.session_id, id, &row.kind, "cancelled", &row.summary)
+                .await;
         }
         self.get(scope, id).await
     }
@@ -456,13 +430,7 @@ impl Tasks {
 
     /// Cancel every running task and wait for them to settle.
     pub async fn shutdown(&self, grace: Duration) {
-        for r in self.running().values() {
-            r.token.cancel();
-        }
-        let deadline = Instant::now() + grace;
-        while !self.running().is_empty() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.running.shutdown(|_| {}, grace).await;
     }
 }
 

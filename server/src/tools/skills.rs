@@ -32,8 +32,8 @@ fn front_matter(text: &str) -> Meta {
     let Some(end) = rest.find("\n---") else {
         return meta;
     };
-    if let Ok(serde_yaml::Value::Mapping(m)) =
-        serde_yaml::from_str::<serde_yaml::Value>(&rest[..end])
+    if let Ok(serde_yaml_ng::Value::Mapping(m)) =
+        serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&rest[..end])
     {
         let get = |k: &str| m.get(k).and_then(|v| v.as_str()).map(str::to_owned);
         meta.name = get("name").unwrap_or_default();

@@ -24,6 +24,7 @@ use crate::ids::{CoreId, TenantId};
 use crate::ids::{SessionId, TurnId};
 use crate::metrics::Metrics;
 use crate::redact::redactor::{SecretRedactor, View};
+use crate::running::RunningWork;
 use crate::store::{SessionRow, StartTurn, Store, TurnFinish, TurnRow, TurnStatus};
 use provider::{ModelRequest, Provider};
 use script::ScriptStep;
@@ -49,12 +50,8 @@ impl Providers {
     }
 }
 
-struct Running {
-    token: CancellationToken,
-    /// Why it was cancelled: "cancelled" (a client) or "shutdown".
-    reason: Arc<OnceLock<&'static str>>,
-    done: Arc<tokio::sync::Notify>,
-}
+/// Why a running turn was cancelled: "cancelled" (a client) or "shutdown".
+type CancelReason = Arc<OnceLock<&'static str>>;
 
 struct Inner {
     store: Store,
@@ -63,7 +60,7 @@ struct Inner {
     providers: Providers,
     max_steps: u32,
     node_id: String,
-    running: Mutex<HashMap<TurnId, Running>>,
+    running: RunningWork<TurnId, CancelReason>,
     dispatcher: Arc<Dispatcher>,
     cores: CoreRepository,
     home: std::path::PathBuf,
@@ -125,7 +122,7 @@ impl TurnService {
                 providers: deps.providers,
                 max_steps: deps.max_steps,
                 node_id: deps.node_id,
-                running: Mutex::new(HashMap::new()),
+                running: RunningWork::default(),
                 dispatcher: deps.dispatcher,
                 cores: deps.cores,
                 home: deps.home,
@@ -136,10 +133,6 @@ impl TurnService {
 
     pub fn default_provider(&self) -> &'static str {
         self.inner.providers.default
-    }
-
-    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<TurnId, Running>> {
-        self.inner.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Start a turn; 409 if another turn of the session runs.
@@ -238,14 +231,8 @@ impl TurnService {
                 ))
             }
         }
-        let running = Running {
-            token: CancellationToken::new(),
-            reason: Arc::new(OnceLock::new()),
-            done: Arc::new(tokio::sync::Notify::new()),
-        };
-        let token = running.token.clone();
-        let reason = running.reason.clone();
-        self.running().insert(turn_id, running);
+        let reason: CancelReason = Arc::default();
+        let token = inner.running.insert(turn_id, reason.clone());
         inner.metrics.turn_started();
         let sid = session.id.clone();
         let tid = turn_id.to_string();
@@ -271,7 +258,7 @@ impl TurnService {
                     0,
                 )
                 .await;
-            self.running().remove(&turn_id);
+            inner.running.forget(&turn_id);
             return Err(e);
         }
         let ctx = TurnContext {
@@ -283,7 +270,9 @@ impl TurnService {
             mode,
         };
         let this = self.clone();
-        tokio::spawn(async move { this.run(ctx, token, reason).await });
+        inner
+            .running
+            .spawn(turn_id, async move { this.run(ctx, token, reason).await });
         Ok(turn_id)
     }
 
@@ -353,9 +342,6 @@ impl TurnService {
                     )
                     .await;
             }
-        }
-        if let Some(r) = self.running().remove(&ctx.turn_id) {
-            r.done.notify_waiters();
         }
     }
 
@@ -568,47 +554,41 @@ impl TurnService {
         if row.status != TurnStatus::Running {
             return Ok(row);
         }
-        let waiter = {
-            let map = self.running();
-            map.get(&turn).map(|r| {
-                let _ = r.reason.set("cancelled");
-                let done = r.done.clone();
-                r.token.cancel();
-                done
-            })
-        };
-        match waiter {
-            Some(done) => {
-                let notified = done.notified();
-                if self.running().contains_key(&turn) {
-                    let _ = tokio::time::timeout(Duration::from_secs(10), notified).await;
-                }
-            }
-            None => {
-                // Not running here (another node, or left over): settle it in the database.
-                if self
-                    .inner
-                    .store
-                    .finish_turn(
-                        turn,
-                        TurnStatus::Cancelled,
-                        None,
-                        Some("cancelled"),
-                        None,
-                        0,
+        let here = self
+            .inner
+            .running
+            .cancel(
+                &turn,
+                |reason| {
+                    let _ = reason.set("cancelled");
+                },
+                Duration::from_secs(10),
+            )
+            .await;
+        if !here {
+            // Not running here (another node, or left over): settle it in the database.
+            if self
+                .inner
+                .store
+                .finish_turn(
+                    turn,
+                    TurnStatus::Cancelled,
+                    None,
+                    Some("cancelled"),
+                    None,
+                    0,
+                )
+                .await?
+            {
+                self.inner
+                    .events
+                    .append(
+                        &row.session_id,
+                        Some(&row.id),
+                        "turn.cancelled",
+                        json!({"reason": "cancelled"}),
                     )
-                    .await?
-                {
-                    self.inner
-                        .events
-                        .append(
-                            &row.session_id,
-                            Some(&row.id),
-                            "turn.cancelled",
-                            json!({"reason": "cancelled"}),
-                        )
-                        .await?;
-                }
+                    .await?;
             }
         }
         self.get(scope, session, turn).await
@@ -637,21 +617,19 @@ impl TurnService {
 
     /// Cancel every running turn (reason `shutdown`) and wait for them to settle.
     pub async fn shutdown(&self, grace: Duration) {
-        {
-            let map = self.running();
-            for r in map.values() {
-                let _ = r.reason.set("shutdown");
-                r.token.cancel();
-            }
-        }
-        let deadline = Instant::now() + grace;
-        while !self.running().is_empty() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.inner
+            .running
+            .shutdown(
+                |reason| {
+                    let _ = reason.set("shutdown");
+                },
+                grace,
+            )
+            .await;
     }
 
     pub fn running_count(&self) -> usize {
-        self.running().len()
+        self.inner.running.len()
     }
 }
 
