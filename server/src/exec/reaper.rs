@@ -48,14 +48,13 @@ pub fn start(stop: CancellationToken) {
     });
 }
 
-/// Reaps every zombie child that is an orphan of a command's tree.
-pub fn reap_orphans() -> usize {
-    // SAFETY: getpgrp(2)/getpid(2) cannot fail.
-    let (own_group, own_pid) = unsafe { (libc::getpgrp(), libc::getpid()) };
-    let mut reaped = 0;
+/// The server's children as `(pid, state, process group)`, read from
+/// `/proc/self/task/*/children`.
+fn children() -> Vec<(i32, char, i32)> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
+        return Vec::new();
     };
+    let mut out = Vec::new();
     for task in tasks.flatten() {
         let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
             continue;
@@ -64,15 +63,25 @@ pub fn reap_orphans() -> usize {
             .split_whitespace()
             .filter_map(|p| p.parse::<i32>().ok())
         {
-            let Some((state, group)) = state_and_group(pid) else {
-                continue;
-            };
-            if state == 'Z' && group != pid && group != own_group && pid != own_pid {
-                let mut status = 0;
-                // SAFETY: waitpid(2) on one specific zombie child, non-blocking.
-                if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-                    reaped += 1;
-                }
+            if let Some((state, group)) = state_and_group(pid) {
+                out.push((pid, state, group));
+            }
+        }
+    }
+    out
+}
+
+/// Reaps every zombie child that is an orphan of a command's tree.
+pub fn reap_orphans() -> usize {
+    // SAFETY: getpgrp(2)/getpid(2) cannot fail.
+    let (own_group, own_pid) = unsafe { (libc::getpgrp(), libc::getpid()) };
+    let mut reaped = 0;
+    for (pid, state, group) in children() {
+        if state == 'Z' && group != pid && group != own_group && pid != own_pid {
+            let mut status = 0;
+            // SAFETY: waitpid(2) on one specific zombie child, non-blocking.
+            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                reaped += 1;
             }
         }
     }
@@ -88,31 +97,17 @@ pub fn end_orphans() -> usize {
     // SAFETY: getpgrp(2)/getpid(2) cannot fail.
     let (own_group, own_pid) = unsafe { (libc::getpgrp(), libc::getpid()) };
     let mut ended = 0;
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    for task in tasks.flatten() {
-        let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
+    for (pid, state, group) in children() {
+        // The server's own helpers (same group) are waited for by their callers.
+        if group == own_group || pid == own_pid || state == 'Z' {
             continue;
-        };
-        for pid in list
-            .split_whitespace()
-            .filter_map(|p| p.parse::<i32>().ok())
-        {
-            let Some((state, group)) = state_and_group(pid) else {
-                continue;
-            };
-            // The server's own helpers (same group) are waited for by their callers.
-            if group == own_group || pid == own_pid || state == 'Z' {
-                continue;
-            }
-            // SAFETY: signals to a child of ours and to its own group.
-            unsafe {
-                libc::kill(-group, libc::SIGKILL);
-                libc::kill(pid, libc::SIGKILL);
-            }
-            ended += 1;
         }
+        // SAFETY: signals to a child of ours and to its own group.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+            libc::kill(pid, libc::SIGKILL);
+        }
+        ended += 1;
     }
     ended
 }
