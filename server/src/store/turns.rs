@@ -27,12 +27,14 @@ impl TurnStatus {
         }
     }
 
-    fn parse(s: &str) -> Self {
+    /// A stored status; anything else is an error, never a guess.
+    fn parse(s: &str) -> Option<Self> {
         match s {
-            "running" => TurnStatus::Running,
-            "completed" => TurnStatus::Completed,
-            "cancelled" => TurnStatus::Cancelled,
-            _ => TurnStatus::Failed,
+            "running" => Some(TurnStatus::Running),
+            "completed" => Some(TurnStatus::Completed),
+            "failed" => Some(TurnStatus::Failed),
+            "cancelled" => Some(TurnStatus::Cancelled),
+            _ => None,
         }
     }
 }
@@ -62,7 +64,10 @@ fn decode(r: &AnyRow) -> Result<TurnRow, sqlx::Error> {
     Ok(TurnRow {
         id: r.try_get("id")?,
         session_id: r.try_get("session_id")?,
-        status: TurnStatus::parse(&status),
+        status: TurnStatus::parse(&status).ok_or_else(|| sqlx::Error::ColumnDecode {
+            index: "status".into(),
+            source: format!("unknown turn status {status:?}").into(),
+        })?,
         input: r.try_get("input")?,
         output: r.try_get("output")?,
         reason: r.try_get("reason")?,
@@ -184,5 +189,25 @@ impl Store {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::TurnStatus;
+
+    #[test]
+    fn stored_statuses_round_trip_and_unknown_ones_are_errors() {
+        for status in [
+            TurnStatus::Running,
+            TurnStatus::Completed,
+            TurnStatus::Failed,
+            TurnStatus::Cancelled,
+        ] {
+            assert_eq!(TurnStatus::parse(status.as_str()), Some(status));
+        }
+        for unknown in ["", "RUNNING", "done", "lost", "failed "] {
+            assert_eq!(TurnStatus::parse(unknown), None, "{unknown:?}");
+        }
     }
 }
