@@ -116,6 +116,13 @@ impl HomeLayout {
             .join(principal.as_str())
     }
 
+    /// `HOME` and `TMPDIR` of the commands the host itself runs in a
+    /// tenant's agents tree (`git`), confined like the tenant's own.
+    pub fn host_tool_dirs(&self, tenant: &TenantId) -> (PathBuf, PathBuf) {
+        let base = self.runtime_dir().join("host-tools").join(tenant.as_str());
+        (base.join("home"), base.join("tmp"))
+    }
+
     /// Per-session tool state.
     pub fn session_state_dir(&self, session: &str) -> PathBuf {
         self.runtime_dir().join("session-state").join(session)

@@ -91,7 +91,9 @@ impl Application {
         } else {
             tracing::info!(sandbox = %walls.sandbox.describe(), "child processes are confined");
         }
-        let cores = CoreRepository::new(&config.home).with_host_unavailable(host_unavailable);
+        let cores = CoreRepository::new(&config.home)
+            .with_host_unavailable(host_unavailable)
+            .with_walls(walls.clone());
         let approvals = Approvals::new(
             store.clone(),
             events.clone(),

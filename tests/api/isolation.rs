@@ -739,3 +739,29 @@ async fn unix_sockets_of_local_services_are_out_of_reach() {
     assert_eq!(results(&evs), ["succeeded"], "{}", result_text(&evs));
     assert!(result_text(&evs).contains("hi"));
 }
+
+#[tokio::test]
+async fn git_the_host_runs_in_a_tenants_agents_tree_is_confined_too() {
+    let app = spawn_app(Backend::Sqlite).await;
+    // A new tenant's first session seeds its agents tree and commits it.
+    let tok = app.token("acme", "alice");
+    app.create_session(&tok).await;
+    let agents = app.home.join("tenants/acme/agents");
+    let log = std::process::Command::new("git")
+        .args(["-c", "safe.directory=*", "log", "--oneline"])
+        .current_dir(&agents)
+        .output()
+        .unwrap();
+    assert!(
+        log.status.success(),
+        "{}",
+        String::from_utf8_lossy(&log.stderr)
+    );
+    assert!(String::from_utf8_lossy(&log.stdout).contains("seed the assistant core"));
+    if unsafe_euid_is_root() {
+        // The commit was made by the tenant's confined uid, not by root.
+        use std::os::unix::fs::MetadataExt;
+        let objects = std::fs::metadata(agents.join(".git/objects")).unwrap();
+        assert_ne!(objects.uid(), 0, "git ran as root");
+    }
+}

@@ -42,6 +42,9 @@ pub struct CoreRepository {
     cache: Arc<Mutex<HashMap<(TenantId, CoreId), Cached>>>,
     /// Tools this host cannot run (name → reason), for every catalog.
     host_unavailable: Arc<BTreeMap<String, String>>,
+    /// The walls `git` runs inside: the agents tree is the tenant's, so the
+    /// host's own commands there are confined like the tenant's.
+    walls: Option<Arc<crate::tools::contract::Walls>>,
 }
 
 impl CoreRepository {
@@ -50,7 +53,15 @@ impl CoreRepository {
             home: home.to_path_buf(),
             cache: Arc::default(),
             host_unavailable: Arc::default(),
+            walls: None,
         }
+    }
+
+    /// Runs `git` in agents trees inside these walls (without them, as in
+    /// unit tests, it runs as the server, on trees the server just seeded).
+    pub fn with_walls(mut self, walls: Arc<crate::tools::contract::Walls>) -> Self {
+        self.walls = Some(walls);
+        self
     }
 
     /// Marks tools this host cannot run (e.g. child processes that cannot be
@@ -75,7 +86,8 @@ impl CoreRepository {
         }
         crate::bootstrap::private_dir(&agents)?;
         super::seed_assistant(&core).with_context(|| format!("seed {}", core.display()))?;
-        if let Err(e) = git_commit_all(&agents, "seed the assistant core") {
+        let git = self.git_runner(tenant, &agents);
+        if let Err(e) = git.and_then(|g| git_commit_all(&g, &agents, "seed the assistant core")) {
             // The core works without history; versioning needs git.
             tracing::warn!(error = %e, "could not commit the seeded core to git");
         }
@@ -175,9 +187,65 @@ fn git_head(repo: &Path) -> Option<String> {
         .find_map(|l| l.strip_suffix(r).map(|id| id.trim().to_owned()))
 }
 
-fn git_commit_all(repo: &Path, message: &str) -> anyhow::Result<()> {
+/// How `git` is started in one tenant's agents tree: its environment (an
+/// allowlist, never the server's) and its confinement.
+struct GitRunner {
+    env: Vec<(String, String)>,
+    confinement: Option<Arc<crate::exec::sandbox::Confinement>>,
+}
+
+impl CoreRepository {
+    fn git_runner(&self, tenant: &TenantId, agents: &Path) -> anyhow::Result<GitRunner> {
+        let layout = crate::home::HomeLayout::new(&self.home);
+        let (home, tmp) = layout.host_tool_dirs(tenant);
+        let confinement = match &self.walls {
+            None => None,
+            Some(walls) => walls
+                .sandbox
+                .prepare(&crate::exec::sandbox::Request {
+                    tenant: tenant.as_str(),
+                    workspace: agents,
+                    home: &home,
+                    tmp: &tmp,
+                    network: false,
+                })?
+                .map(Arc::new),
+        };
+        crate::exec::ensure_runtime_home(&home)?;
+        let mut overlay = vec![
+            ("GIT_CONFIG_NOSYSTEM".to_owned(), "1".to_owned()),
+            ("TMPDIR".to_owned(), tmp.to_string_lossy().into_owned()),
+        ];
+        if let Some(parent) = agents.parent() {
+            let ceiling = parent
+                .canonicalize()
+                .unwrap_or_else(|_| parent.to_path_buf());
+            overlay.push((
+                "GIT_CEILING_DIRECTORIES".to_owned(),
+                ceiling.to_string_lossy().into_owned(),
+            ));
+        }
+        if let Some(c) = &confinement {
+            overlay.push(("PATH".to_owned(), c.path_env().to_owned()));
+        }
+        Ok(GitRunner {
+            env: crate::exec::child_env(std::env::vars(), &home, &overlay),
+            confinement,
+        })
+    }
+}
+
+fn git_commit_all(git: &GitRunner, repo: &Path, message: &str) -> anyhow::Result<()> {
     let run = |args: &[&str]| -> anyhow::Result<()> {
-        let out = std::process::Command::new("git")
+        let mut command = std::process::Command::new("git");
+        command
+            .env_clear()
+            .envs(git.env.iter().map(|(k, v)| (k, v)))
+            .stdin(std::process::Stdio::null());
+        if let Some(c) = &git.confinement {
+            c.clone().install(&mut command);
+        }
+        let out = command
             .args([
                 "-c",
                 "user.name=demiurge",
@@ -188,8 +256,6 @@ fn git_commit_all(repo: &Path, message: &str) -> anyhow::Result<()> {
             ])
             .args(args)
             .current_dir(repo)
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
             .output()?;
         if !out.status.success() {
             anyhow::bail!(

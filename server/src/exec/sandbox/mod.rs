@@ -290,6 +290,24 @@ impl Sandbox {
     }
 }
 
+impl Confinement {
+    /// Installs these walls on a blocking `std::process::Command` the host
+    /// runs for a tenant outside the terminal (e.g. `git` in its agents
+    /// tree). The command keeps the confinement (and its ruleset fd) alive.
+    pub fn install(self: Arc<Self>, command: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        let entry = self.entry();
+        // SAFETY: `Entry::enter` makes only async-signal-safe syscalls on
+        // data prepared here; `self` (captured) keeps the ruleset fd open.
+        unsafe {
+            command.pre_exec(move || {
+                let _keep = &self;
+                entry.enter()
+            });
+        }
+    }
+}
+
 /// What the forked child applies to itself before exec.
 #[derive(Debug)]
 pub struct Confinement {
