@@ -212,26 +212,14 @@ impl CoreRepository {
                 .map(Arc::new),
         };
         crate::exec::ensure_runtime_home(&home)?;
-        let mut overlay = vec![
-            ("GIT_CONFIG_NOSYSTEM".to_owned(), "1".to_owned()),
-            ("TMPDIR".to_owned(), tmp.to_string_lossy().into_owned()),
-        ];
-        if let Some(parent) = agents.parent() {
-            let ceiling = parent
-                .canonicalize()
-                .unwrap_or_else(|_| parent.to_path_buf());
-            overlay.push((
-                "GIT_CEILING_DIRECTORIES".to_owned(),
-                ceiling.to_string_lossy().into_owned(),
-            ));
-        }
-        if let Some(c) = &confinement {
-            overlay.push(("PATH".to_owned(), c.path_env().to_owned()));
-        }
-        Ok(GitRunner {
-            env: crate::exec::child_env(std::env::vars(), &home, &overlay),
-            confinement,
-        })
+        let overlay = [("GIT_CONFIG_NOSYSTEM".to_owned(), "1".to_owned())];
+        let mut env = crate::exec::child_env(std::env::vars(), &home, &overlay);
+        crate::exec::confine_env(
+            &mut env,
+            agents,
+            confinement.as_ref().map(|c| (c.path_env(), tmp.as_path())),
+        );
+        Ok(GitRunner { env, confinement })
     }
 }
 

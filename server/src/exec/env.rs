@@ -132,6 +132,37 @@ pub fn ensure_runtime_home(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The environment a confined child needs: a `PATH` of folders it can
+/// read, `TMPDIR`/`TMP`/`TEMP` in its private temp folder, and (always) a
+/// git ceiling at the workspace, so `git` never discovers a repository that
+/// encloses the server's home.
+pub fn confine_env(
+    env: &mut Vec<(String, String)>,
+    workspace: &std::path::Path,
+    confined: Option<(&str, &std::path::Path)>,
+) {
+    let mut set = |key: &str, value: String| {
+        env.retain(|(k, _)| k != key);
+        env.push((key.to_owned(), value));
+    };
+    let ceiling = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    if let Some(parent) = ceiling.parent() {
+        set(
+            "GIT_CEILING_DIRECTORIES",
+            parent.to_string_lossy().into_owned(),
+        );
+    }
+    if let Some((path, tmp)) = confined {
+        set("PATH", path.to_owned());
+        for key in ["TMPDIR", "TMP", "TEMP"] {
+            set(key, tmp.to_string_lossy().into_owned());
+        }
+    }
+    env.sort();
+}
+
 fn is_env_name(name: &str) -> bool {
     let mut bytes = name.bytes();
     matches!(bytes.next(), Some(b) if b == b'_' || b.is_ascii_alphabetic())

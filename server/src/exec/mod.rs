@@ -83,7 +83,7 @@ pub mod spawn;
 
 mod registry;
 pub use drain::{StreamKind, StreamSummary, TAIL_CHARS};
-pub use env::{child_env, ensure_runtime_home, is_reserved_env_target};
+pub use env::{child_env, confine_env, ensure_runtime_home, is_reserved_env_target};
 pub use kill::{boot_id, kill_group, reap_orphans, start_marker, ProcessRecord};
 pub use quota::{OutputBudget, QuotaLimit, StorageQuota};
 pub use registry::ProcessRegistry;

@@ -414,7 +414,7 @@ async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
         Err(e) => return ToolOutcome::error(ToolStatus::Failed, e.to_string()),
     };
     let mut child_env = exec::child_env(std::env::vars(), &runtime_home, &child_overlay);
-    confine_env(
+    exec::confine_env(
         &mut child_env,
         env.workspace(),
         confinement.as_ref().map(|c| (c.path_env(), tmp.as_path())),
@@ -513,37 +513,6 @@ async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
         content: Value::String(content),
         data,
     }
-}
-
-/// The environment a confined child needs: a `PATH` of folders it can
-/// read, `TMPDIR`/`TMP`/`TEMP` in its private temp folder, and (always) a
-/// git ceiling at the workspace, so `git` never discovers a repository that
-/// encloses the server's home.
-fn confine_env(
-    env: &mut Vec<(String, String)>,
-    workspace: &std::path::Path,
-    confined: Option<(&str, &std::path::Path)>,
-) {
-    let mut set = |key: &str, value: String| {
-        env.retain(|(k, _)| k != key);
-        env.push((key.to_owned(), value));
-    };
-    let ceiling = workspace
-        .canonicalize()
-        .unwrap_or_else(|_| workspace.to_path_buf());
-    if let Some(parent) = ceiling.parent() {
-        set(
-            "GIT_CEILING_DIRECTORIES",
-            parent.to_string_lossy().into_owned(),
-        );
-    }
-    if let Some((path, tmp)) = confined {
-        set("PATH", path.to_owned());
-        for key in ["TMPDIR", "TMP", "TEMP"] {
-            set(key, tmp.to_string_lossy().into_owned());
-        }
-    }
-    env.sort();
 }
 
 /// Options that make read tools follow symlinks while they recurse.
