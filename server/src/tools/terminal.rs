@@ -20,6 +20,7 @@ use crate::home::HomeLayout;
 use crate::policy::approval_policy::{Policy, Risk};
 use crate::policy::command_guard::{self, Decision};
 use crate::policy::workspace::{self, Access, Resolved};
+use crate::wire::TaskStatus;
 
 const DEFAULT_TIMEOUT: i64 = 30;
 const MAX_TIMEOUT: i64 = 120;
@@ -461,9 +462,14 @@ async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
                     ),
                 };
                 let status = match status {
-                    ToolStatus::Succeeded => "succeeded",
-                    ToolStatus::Cancelled => "cancelled",
-                    _ => "failed",
+                    ToolStatus::Succeeded => TaskStatus::Succeeded,
+                    ToolStatus::Cancelled => TaskStatus::Cancelled,
+                    ToolStatus::Failed
+                    | ToolStatus::TimedOut
+                    | ToolStatus::Denied
+                    | ToolStatus::Invalid
+                    | ToolStatus::NotFound
+                    | ToolStatus::Indeterminate => TaskStatus::Failed,
                 };
                 crate::tasks::TaskOutcome {
                     status,
