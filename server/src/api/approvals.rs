@@ -12,7 +12,7 @@ use super::extract::{ApiJson, ApiPath, ApiQuery, Auth};
 use crate::app::SharedApp;
 use crate::error::Error;
 use crate::store::ApprovalRow;
-use crate::wire::{ApprovalState, Decision};
+use crate::wire::{ApprovalState, Decision, Risk};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -30,7 +30,7 @@ pub struct ApprovalView {
     pub session_id: String,
     pub turn_id: String,
     pub tool: String,
-    pub risk: String,
+    pub risk: Risk,
     pub rule: String,
     pub reason: String,
     /// Redacted, bounded preview of the arguments.

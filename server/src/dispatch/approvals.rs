@@ -39,7 +39,7 @@ pub use crate::wire::Decision;
 #[derive(Debug, Clone)]
 pub struct ApprovalRequest {
     pub tool: String,
-    pub risk: &'static str,
+    pub risk: Risk,
     /// Stable key of what is being approved (tool, capability, action, target,
     /// and for ambiguous shapes an execution fingerprint).
     pub rule: String,
@@ -238,10 +238,8 @@ impl Approvals {
         Ok(row)
     }
 
-    /// Who must decide a request of `risk` in this tenant, as of now. An
-    /// unknown risk text is treated as critical.
-    async fn requirement_for(&self, tenant: &TenantId, risk: &str) -> Result<Requirement> {
-        let risk = risk.parse::<Risk>().unwrap_or(Risk::Critical);
+    /// Who must decide a request of `risk` in this tenant, as of now.
+    async fn requirement_for(&self, tenant: &TenantId, risk: Risk) -> Result<Requirement> {
         Ok(requirement(self.tenant_policy(tenant).await?, risk))
     }
 
@@ -271,7 +269,7 @@ impl Approvals {
                 turn_id: a.turn_id.to_owned(),
                 node_id: self.node_id.clone(),
                 tool: req.tool.clone(),
-                risk: req.risk.to_owned(),
+                risk: req.risk,
                 rule: req.rule.clone(),
                 reason: req.reason.clone(),
                 preview,

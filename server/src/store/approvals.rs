@@ -9,7 +9,7 @@ use super::{vocab, vocab_opt, Store};
 use crate::ids::{PrincipalId, TenantId};
 use crate::policy::approval_authority::Requirement;
 use crate::time::now_ms;
-use crate::wire::{ApprovalState, ClarificationState, Decision};
+use crate::wire::{ApprovalState, ClarificationState, Decision, Risk};
 
 #[derive(Debug, Clone)]
 pub struct NewApproval {
@@ -20,7 +20,7 @@ pub struct NewApproval {
     pub turn_id: String,
     pub node_id: String,
     pub tool: String,
-    pub risk: String,
+    pub risk: Risk,
     pub rule: String,
     pub reason: String,
     pub preview: String,
@@ -39,7 +39,7 @@ pub struct ApprovalRow {
     pub session_id: String,
     pub turn_id: String,
     pub tool: String,
-    pub risk: String,
+    pub risk: Risk,
     pub rule: String,
     pub reason: String,
     pub preview: String,
@@ -66,7 +66,7 @@ fn decode_approval(r: &AnyRow) -> Result<ApprovalRow, sqlx::Error> {
         session_id: r.try_get("session_id")?,
         turn_id: r.try_get("turn_id")?,
         tool: r.try_get("tool")?,
-        risk: r.try_get("risk")?,
+        risk: vocab(r, "risk")?,
         rule: r.try_get("rule")?,
         reason: r.try_get("reason")?,
         preview: r.try_get("preview")?,
@@ -118,7 +118,7 @@ impl Store {
         .bind(&a.turn_id)
         .bind(&a.node_id)
         .bind(&a.tool)
-        .bind(&a.risk)
+        .bind(a.risk.as_str())
         .bind(&a.rule)
         .bind(&a.reason)
         .bind(&a.preview)
