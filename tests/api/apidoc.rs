@@ -206,8 +206,32 @@ async fn the_openapi_document_places_parameters_and_lists_every_status() {
     let data = &doc["components"]["schemas"]["SseEvent"]["properties"]["data"];
     assert_eq!(data["contentMediaType"], "application/json");
     assert_eq!(data["contentSchema"]["$ref"], "#/components/schemas/Event");
-    let kinds = &doc["components"]["schemas"]["EventType"]["enum"];
-    assert!(kinds.as_array().unwrap().contains(&json!("tool.result")));
+    // Each event type is one tagged alternative whose `data` has its own schema.
+    let kinds: Vec<&Value> = doc["components"]["schemas"]["EventPayload"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|alt| &alt["properties"]["type"]["enum"][0])
+        .collect();
+    for kind in [
+        "turn.started",
+        "message",
+        "tool.call",
+        "tool.output",
+        "tool.result",
+        "approval.requested",
+        "approval.resolved",
+        "clarify.requested",
+        "clarify.answered",
+        "task.updated",
+        "turn.completed",
+        "turn.failed",
+        "turn.cancelled",
+    ] {
+        assert!(kinds.contains(&&json!(kind)), "no schema for {kind}");
+    }
+    let result = &doc["components"]["schemas"]["ToolResult"]["properties"]["status"];
+    assert_eq!(result["$ref"], "#/components/schemas/ToolStatus");
     // The WebSocket route documents its handshake and its refusals.
     let ws = op("/v1/sessions/{id}/stream", "get");
     for status in ["101", "400", "401", "429"] {

@@ -8,11 +8,12 @@ use utoipa::openapi::{Content, HeaderBuilder, ObjectBuilder, Ref, RefOr, Respons
 use utoipa::{Modify, OpenApi};
 
 use super::error::ErrorBody;
-use super::events::{Event, EventType, SseEvent};
+use super::events::SseEvent;
 use super::{
     approvals, events, health, principals, search, sessions, stream, tasks, tenant_policy, tokens,
     tools, turns,
 };
+use crate::wire::events::{Event, EventPayload};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -30,7 +31,7 @@ use super::{
         principals::disable_principal, principals::enable_principal,
         tenant_policy::get_tenant_policy, tenant_policy::put_tenant_policy,
     ),
-    components(schemas(ErrorBody, Event, EventType, SseEvent)),
+    components(schemas(ErrorBody, Event, EventPayload, SseEvent)),
     modifiers(&BearerAuth, &SharedResponses),
     tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "operations"))
 )]

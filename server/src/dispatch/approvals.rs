@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -26,6 +26,7 @@ use crate::policy::approval_authority::{
 };
 use crate::policy::approval_policy::Risk;
 use crate::store::{ApprovalRow, NewApproval, Store, StoredTenantPolicy};
+use crate::wire::events::{self, EventPayload};
 use crate::wire::ApprovalState;
 
 /// How long an `allow_session` decision lasts.
@@ -284,11 +285,17 @@ impl Approvals {
             .append(
                 a.session_id,
                 Some(a.turn_id),
-                "approval.requested",
-                json!({"approval_id": id, "tool": req.tool, "risk": req.risk, "rule": req.rule,
-                    "reason": req.reason, "preview": req.preview, "choices": choices,
-                    "requires": requires.as_str(),
-                    "expires_at": crate::time::rfc3339(expires_at)}),
+                EventPayload::ApprovalRequested(events::ApprovalRequested {
+                    approval_id: id.to_owned(),
+                    tool: req.tool.clone(),
+                    risk: req.risk,
+                    rule: req.rule.clone(),
+                    reason: req.reason.clone(),
+                    preview: req.preview.clone(),
+                    choices,
+                    requires,
+                    expires_at: crate::time::rfc3339(expires_at),
+                }),
             )
             .await?;
         Ok(())
@@ -344,7 +351,7 @@ impl Approvals {
             .await?
         {
             self.publish(id, ApprovalState::Expired, None);
-            self.resolved_event(id, "deny", why, None).await;
+            self.resolved_event(id, Decision::Deny, why, None).await;
             return Ok(Verdict::Denied(why));
         }
         // Someone decided at the same moment; honour what was recorded.
@@ -360,20 +367,18 @@ impl Approvals {
         }
     }
 
-    async fn resolved_event(&self, id: &str, decision: &str, reason: &str, by: Option<&str>) {
+    async fn resolved_event(&self, id: &str, decision: Decision, reason: &str, by: Option<&str>) {
         let Ok(Some(row)) = self.store.approval_brief(id).await else {
             return;
         };
-        let mut data =
-            json!({"approval_id": id, "decision": decision, "reason": reason, "tool": row.2});
-        if let Some(by) = by {
-            data["decided_by"] = json!(by);
-        }
-        if let Err(e) = self
-            .events
-            .append(&row.0, Some(&row.1), "approval.resolved", data)
-            .await
-        {
+        let payload = EventPayload::ApprovalResolved(events::ApprovalResolved {
+            approval_id: id.to_owned(),
+            decision,
+            reason: reason.to_owned(),
+            tool: row.2,
+            decided_by: by.map(str::to_owned),
+        });
+        if let Err(e) = self.events.append(&row.0, Some(&row.1), payload).await {
             tracing::error!(error = %e, "could not record approval.resolved");
         }
     }
@@ -425,8 +430,7 @@ impl Approvals {
             return Err(Error::Conflict("approval was settled meanwhile".into()));
         }
         self.publish(id, state, Some(decision));
-        self.resolved_event(id, decision.as_str(), "user", Some(by))
-            .await;
+        self.resolved_event(id, decision, "user", Some(by)).await;
         self.store
             .get_approval(scope.tenant(), id)
             .await?
@@ -441,8 +445,13 @@ impl Approvals {
                 .append(
                     &r.session_id,
                     Some(&r.turn_id),
-                    "approval.resolved",
-                    json!({"approval_id": r.id, "decision": "deny", "reason": "expired", "tool": r.tool}),
+                    EventPayload::ApprovalResolved(events::ApprovalResolved {
+                        approval_id: r.id.clone(),
+                        decision: Decision::Deny,
+                        reason: "expired".into(),
+                        tool: r.tool.clone(),
+                        decided_by: None,
+                    }),
                 )
                 .await?;
         }

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -14,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::store::{NewClarification, Store};
+use crate::wire::events::{self, EventPayload};
 use crate::wire::ClarificationState;
 
 const POLL_EVERY: Duration = Duration::from_millis(500);
@@ -81,9 +81,12 @@ impl Clarifications {
                 .append(
                     session_id,
                     Some(turn_id),
-                    "clarify.requested",
-                    json!({"clarification_id": id, "question": question, "choices": choices,
-                        "expires_at": crate::time::rfc3339(expires_at)}),
+                    EventPayload::ClarifyRequested(events::ClarifyRequested {
+                        clarification_id: id.clone(),
+                        question: question.to_owned(),
+                        choices: choices.to_vec(),
+                        expires_at: crate::time::rfc3339(expires_at),
+                    }),
                 )
                 .await?;
             let deadline = tokio::time::Instant::now() + self.timeout;
@@ -141,13 +144,14 @@ impl Clarifications {
         if let Some(tx) = self.waiters().get(id) {
             let _ = tx.send(Some(answer.to_owned()));
         }
-        let answer = shown.as_str();
         self.events
             .append(
                 &row.session_id,
                 Some(&row.turn_id),
-                "clarify.answered",
-                json!({"clarification_id": id, "answer": answer}),
+                EventPayload::ClarifyAnswered(events::ClarifyAnswered {
+                    clarification_id: id.to_owned(),
+                    answer: shown,
+                }),
             )
             .await?;
         Ok(())

@@ -24,6 +24,7 @@ use crate::redact::redactor::{argument_preview, SecretRedactor, View};
 use crate::tools::clarify as tools_clarify;
 use crate::tools::contract::{parse_args, Approval, Gate, Host, Plan, TaskJob, Tool, ToolEnv};
 use crate::tools::{files, history, search, skills, terminal, todo};
+use crate::wire::events::{self, EventPayload};
 use approvals::{ApprovalRequest, ApprovalScope, Approvals, Verdict};
 use clarify::Clarifications;
 
@@ -158,13 +159,18 @@ impl LiveOutput {
             None => (text, false),
         };
         self.sent += text.chars().count();
-        let mut data = json!({"call_id": self.call_id, "stream": stream, "text": text});
-        if cut || self.full() {
-            data["truncated"] = json!(true);
+        let truncated = cut || self.full();
+        if truncated {
             self.sent = LIVE_OUTPUT_CHARS;
         }
+        let payload = EventPayload::ToolOutput(events::ToolOutput {
+            call_id: self.call_id.clone(),
+            stream: stream.to_owned(),
+            text: text.to_owned(),
+            truncated,
+        });
         self.events
-            .append(&self.session_id, Some(&self.turn_id), "tool.output", data)
+            .append(&self.session_id, Some(&self.turn_id), payload)
             .await
             .is_ok()
     }
@@ -423,8 +429,11 @@ impl Dispatcher {
             .append(
                 &ctx.session_id,
                 Some(&ctx.turn_id),
-                "tool.call",
-                json!({"call_id": call_id, "tool": name, "arguments": args_view}),
+                EventPayload::ToolCall(events::ToolCall {
+                    call_id: call_id.to_owned(),
+                    tool: name.to_owned(),
+                    arguments: args_view,
+                }),
             )
             .await?;
         let outcome = self.dispatch(ctx, catalog, call_id, name, args).await;
@@ -444,10 +453,13 @@ impl Dispatcher {
             .append(
                 &ctx.session_id,
                 Some(&ctx.turn_id),
-                "tool.result",
-                json!({"call_id": call_id, "tool": name, "status": status.as_str(),
-                    "content": event_view.get("content").cloned().unwrap_or(Value::Null),
-                    "data": event_view.get("data").cloned().unwrap_or(Value::Null)}),
+                EventPayload::ToolResult(events::ToolResult {
+                    call_id: call_id.to_owned(),
+                    tool: name.to_owned(),
+                    status,
+                    content: event_view.get("content").cloned().unwrap_or(Value::Null),
+                    data: event_view.get("data").cloned().unwrap_or(Value::Null),
+                }),
             )
             .await?;
         let model = views.get(View::Model);

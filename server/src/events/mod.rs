@@ -2,6 +2,9 @@
 //! it is fanned out to subscribers (SSE, WebSocket, channels). Appends are
 //! group-committed by one writer task; subscribers read the backlog from the
 //! database and then follow the live feed, with no gap and no duplicate.
+//!
+//! What may be appended is typed: an [`EventPayload`] from
+//! [`crate::wire::events`] (every kind and its payload live there).
 
 mod hub;
 pub mod peers;
@@ -15,6 +18,7 @@ pub use hub::Hub;
 pub use subscription::{Lagged, OnLag, Subscription, SubscriptionError};
 
 use crate::store::{EventRow, NewEvent, Store, TurnFinish};
+use crate::wire::events::EventPayload;
 
 /// A persisted event, serialised once for every subscriber.
 #[derive(Debug)]
@@ -88,11 +92,10 @@ impl EventLog {
         &self,
         session_id: &str,
         turn_id: Option<&str>,
-        kind: &str,
-        data: serde_json::Value,
+        payload: EventPayload,
     ) -> Result<Arc<Event>, crate::error::Error> {
         let ev = self
-            .submit(session_id, turn_id, kind, data, None, Vec::new())
+            .submit(session_id, turn_id, payload, None, Vec::new())
             .await?;
         ev.ok_or_else(|| {
             crate::error::Error::Internal(anyhow::anyhow!("event without a transition was dropped"))
@@ -104,36 +107,30 @@ impl EventLog {
     pub async fn append_final(
         &self,
         session_id: &str,
-        kind: &str,
-        data: serde_json::Value,
+        payload: EventPayload,
         finish: TurnFinish,
         messages: Vec<serde_json::Value>,
     ) -> Result<Option<Arc<Event>>, crate::error::Error> {
         let turn_id = finish.turn_id.clone();
-        self.submit(
-            session_id,
-            Some(&turn_id),
-            kind,
-            data,
-            Some(finish),
-            messages,
-        )
-        .await
+        self.submit(session_id, Some(&turn_id), payload, Some(finish), messages)
+            .await
     }
 
     async fn submit(
         &self,
         session_id: &str,
         turn_id: Option<&str>,
-        kind: &str,
-        data: serde_json::Value,
+        payload: EventPayload,
         finish: Option<TurnFinish>,
         messages: Vec<serde_json::Value>,
     ) -> Result<Option<Arc<Event>>, crate::error::Error> {
+        let data = payload.data().map_err(|e| {
+            crate::error::Error::Internal(anyhow::anyhow!("serialise {}: {e}", payload.kind()))
+        })?;
         let ev = NewEvent {
             session_id: session_id.to_owned(),
             turn_id: turn_id.map(str::to_owned),
-            kind: kind.to_owned(),
+            kind: payload.kind().to_owned(),
             at_ms: crate::time::now_ms(),
             data,
             finish,

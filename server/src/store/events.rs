@@ -19,6 +19,41 @@ pub struct TurnFinish {
     pub steps: u32,
 }
 
+impl TurnFinish {
+    pub fn completed(turn: crate::ids::TurnId, output: String, steps: u32) -> Self {
+        Self {
+            turn_id: turn.to_string(),
+            status: super::TurnStatus::Completed,
+            output: Some(output),
+            reason: None,
+            error: None,
+            steps,
+        }
+    }
+
+    pub fn failed(turn: crate::ids::TurnId, reason: &str, error: String, steps: u32) -> Self {
+        Self {
+            turn_id: turn.to_string(),
+            status: super::TurnStatus::Failed,
+            output: None,
+            reason: Some(reason.to_owned()),
+            error: Some(error),
+            steps,
+        }
+    }
+
+    pub fn cancelled(turn: crate::ids::TurnId, reason: &str, steps: u32) -> Self {
+        Self {
+            turn_id: turn.to_string(),
+            status: super::TurnStatus::Cancelled,
+            output: None,
+            reason: Some(reason.to_owned()),
+            error: None,
+            steps,
+        }
+    }
+}
+
 /// An event before it has a `seq`, with optional writes that must commit with it.
 #[derive(Debug, Clone)]
 pub struct NewEvent {

@@ -18,7 +18,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
@@ -29,6 +29,7 @@ use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{SecretRedactor, View, Views};
 use crate::running::RunningWork;
 use crate::store::{NewTask, Store, TaskRow};
+use crate::wire::events::{self, EventPayload};
 use crate::wire::TaskStatus;
 
 /// Characters of a task's logs kept in the database; the artifact has the rest.
@@ -274,12 +275,13 @@ impl Tasks {
         status: TaskStatus,
         summary: &str,
     ) {
-        let data = json!({"task_id": id, "kind": kind, "status": status, "summary": summary});
-        if let Err(e) = self
-            .events
-            .append(session_id, None, "task.updated", data)
-            .await
-        {
+        let payload = EventPayload::TaskUpdated(events::TaskUpdated {
+            task_id: id.to_owned(),
+            kind: Some(kind.to_owned()),
+            status,
+            summary: Some(summary.to_owned()),
+        });
+        if let Err(e) = self.events.append(session_id, None, payload).await {
             tracing::error!(error = %e, task = %id, "could not record task.updated");
         }
     }
@@ -434,10 +436,13 @@ impl Tasks {
     pub async fn recover_lost(&self) -> anyhow::Result<usize> {
         let lost = self.store.fail_lost_tasks(&self.node_id).await?;
         for (id, session) in &lost {
-            let data = json!({"task_id": id, "status": "lost"});
-            self.events
-                .append(session, None, "task.updated", data)
-                .await?;
+            let payload = EventPayload::TaskUpdated(events::TaskUpdated {
+                task_id: id.clone(),
+                kind: None,
+                status: TaskStatus::Lost,
+                summary: None,
+            });
+            self.events.append(session, None, payload).await?;
         }
         Ok(lost.len())
     }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serde::de::{DeserializeOwned, Error as _};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -25,34 +25,7 @@ use crate::auth::PrincipalScope;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
 use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 
-/// The typed outcome of a tool call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    Succeeded,
-    Denied,
-    Invalid,
-    NotFound,
-    Failed,
-    TimedOut,
-    Cancelled,
-    Indeterminate,
-}
-
-impl ToolStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolStatus::Succeeded => "succeeded",
-            ToolStatus::Denied => "denied",
-            ToolStatus::Invalid => "invalid",
-            ToolStatus::NotFound => "not_found",
-            ToolStatus::Failed => "failed",
-            ToolStatus::TimedOut => "timed_out",
-            ToolStatus::Cancelled => "cancelled",
-            ToolStatus::Indeterminate => "indeterminate",
-        }
-    }
-}
+pub use crate::wire::ToolStatus;
 
 /// Raw adapter result: internal execution data, never shown before redaction.
 #[derive(Debug, Clone)]

@@ -26,6 +26,7 @@ use crate::metrics::Metrics;
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::running::RunningWork;
 use crate::store::{SessionRow, StartTurn, Store, TurnFinish, TurnRow, TurnStatus};
+use crate::wire::events::{self, EventPayload};
 use provider::{ModelRequest, Provider};
 use script::ScriptStep;
 
@@ -241,8 +242,9 @@ impl TurnService {
             .append(
                 &sid,
                 Some(&tid),
-                "turn.started",
-                json!({"input": shown_input}),
+                EventPayload::TurnStarted(events::TurnStarted {
+                    input: shown_input.clone(),
+                }),
             )
             .await
         {
@@ -292,41 +294,39 @@ impl TurnService {
             .await;
         let inner = &self.inner;
         let sid = ctx.session.id.as_str();
-        let (status, output, why, error) = match end {
-            Ok(out) => (TurnStatus::Completed, Some(out), None, None),
-            Err(TurnEnd::Failed { reason, error }) => {
-                (TurnStatus::Failed, None, Some(reason), Some(error))
+        // The record and the terminal event say the same; the final text is
+        // model output, so both keep it redacted.
+        let (finish, payload) = match end {
+            Ok(out) => {
+                let output = SecretRedactor::new().redact_str_for(&out, View::Durable);
+                (
+                    TurnFinish::completed(ctx.turn_id, output.clone(), steps),
+                    EventPayload::TurnCompleted(events::TurnCompleted { output, steps }),
+                )
             }
-            Err(TurnEnd::Cancelled) => (
-                TurnStatus::Cancelled,
-                None,
-                Some(reason.get().copied().unwrap_or("cancelled")),
-                None,
+            Err(TurnEnd::Failed { reason, error }) => (
+                TurnFinish::failed(ctx.turn_id, reason, error.clone(), steps),
+                EventPayload::TurnFailed(events::TurnFailed {
+                    reason: reason.to_owned(),
+                    error,
+                }),
             ),
-        };
-        // The final text is model output: records and events keep it redacted.
-        let output = output.map(|o| SecretRedactor::new().redact_str_for(&o, View::Durable));
-        let (kind, data) = match status {
-            TurnStatus::Completed => ("turn.completed", json!({"output": output, "steps": steps})),
-            TurnStatus::Failed => ("turn.failed", json!({"reason": why, "error": error})),
-            // `run` only ever ends a turn; a running status cannot reach here.
-            TurnStatus::Cancelled | TurnStatus::Running => {
-                ("turn.cancelled", json!({"reason": why}))
+            Err(TurnEnd::Cancelled) => {
+                let reason = reason.get().copied().unwrap_or("cancelled");
+                (
+                    TurnFinish::cancelled(ctx.turn_id, reason, steps),
+                    EventPayload::TurnCancelled(events::TurnCancelled {
+                        reason: reason.to_owned(),
+                    }),
+                )
             }
         };
-        let finish = TurnFinish {
-            turn_id: ctx.turn_id.to_string(),
-            status,
-            output,
-            reason: why.map(str::to_owned),
-            error,
-            steps,
-        };
+        let status = finish.status;
         // State, messages and the terminal event commit together; the event is
         // published only if this transition won (a cancel elsewhere may have).
         match inner
             .events
-            .append_final(sid, kind, data, finish.clone(), new_messages)
+            .append_final(sid, payload, finish.clone(), new_messages)
             .await
         {
             Ok(Some(_)) => inner.metrics.turn_finished(status, started.elapsed()),
@@ -472,8 +472,10 @@ impl TurnService {
                         .append(
                             sid,
                             Some(&tid),
-                            "message",
-                            json!({"role": "assistant", "content": shown}),
+                            EventPayload::Message(events::Message {
+                                role: "assistant".into(),
+                                content: shown,
+                            }),
                         )
                         .await
                         .map_err(ev)?;
@@ -588,8 +590,9 @@ impl TurnService {
                     .append(
                         &row.session_id,
                         Some(&row.id),
-                        "turn.cancelled",
-                        json!({"reason": "cancelled"}),
+                        EventPayload::TurnCancelled(events::TurnCancelled {
+                            reason: "cancelled".into(),
+                        }),
                     )
                     .await?;
             }
@@ -610,8 +613,10 @@ impl TurnService {
                 .append(
                     &t.session_id,
                     Some(&t.turn_id),
-                    "turn.failed",
-                    json!({"reason": "lost", "error": "the server stopped while the turn was running"}),
+                    EventPayload::TurnFailed(events::TurnFailed {
+                        reason: "lost".into(),
+                        error: "the server stopped while the turn was running".into(),
+                    }),
                 )
                 .await?;
         }
