@@ -97,7 +97,7 @@ pub async fn session_events(
         .get_session_cached(scope.tenant(), scope.principal(), sid)
         .await?
         .ok_or_else(ApiError::not_found)?;
-    let sub = app.events.subscribe(&session.id, after, OnLag::Refill);
+    let sub = app.events.subscribe(session.id, after, OnLag::Refill);
     let token = super::extract::bearer_header(&headers)
         .unwrap_or_default()
         .to_owned();

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::{PrincipalScope, Role};
 use crate::error::{Error, Result};
 use crate::events::EventLog;
-use crate::ids::TenantId;
+use crate::ids::{SessionId, TenantId, TurnId};
 use crate::policy::approval_authority::{
     access, requirement, Access, MemberMaxRisk, Requirement, TenantPolicy,
 };
@@ -55,8 +55,8 @@ pub struct ApprovalRequest {
 #[derive(Debug, Clone)]
 pub struct ApprovalScope<'a> {
     pub scope: &'a PrincipalScope,
-    pub session_id: &'a str,
-    pub turn_id: &'a str,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     /// Changes whenever the core or its grants change, so cached allows die with them.
     pub core_fingerprint: &'a str,
 }
@@ -150,7 +150,7 @@ impl Approvals {
         }
         // Share an identical request already waiting in this session.
         let flight_key = (
-            a.session_id.to_owned(),
+            a.session_id.to_string(),
             format!("{}\u{1f}{}", a.core_fingerprint, req.rule),
         );
         let joined = self
@@ -266,8 +266,8 @@ impl Approvals {
                 id: id.to_owned(),
                 tenant: a.scope.tenant().to_string(),
                 principal: a.scope.principal().to_string(),
-                session_id: a.session_id.to_owned(),
-                turn_id: a.turn_id.to_owned(),
+                session_id: a.session_id,
+                turn_id: a.turn_id,
                 node_id: self.node_id.clone(),
                 tool: req.tool.clone(),
                 risk: req.risk,
@@ -378,7 +378,7 @@ impl Approvals {
             tool: row.2,
             decided_by: by.map(str::to_owned),
         });
-        if let Err(e) = self.events.append(&row.0, Some(&row.1), payload).await {
+        if let Err(e) = self.events.append(row.0, Some(row.1), payload).await {
             tracing::error!(error = %e, "could not record approval.resolved");
         }
     }
@@ -443,8 +443,8 @@ impl Approvals {
         for r in &rows {
             self.events
                 .append(
-                    &r.session_id,
-                    Some(&r.turn_id),
+                    r.session_id,
+                    Some(r.turn_id),
                     EventPayload::ApprovalResolved(events::ApprovalResolved {
                         approval_id: r.id.clone(),
                         decision: Decision::Deny,

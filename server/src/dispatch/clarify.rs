@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::PrincipalScope;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
+use crate::ids::{SessionId, TurnId};
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::store::{NewClarification, Store};
 use crate::wire::events::{self, EventPayload};
@@ -47,8 +48,8 @@ impl Clarifications {
     pub async fn ask(
         &self,
         scope: &PrincipalScope,
-        session_id: &str,
-        turn_id: &str,
+        session_id: SessionId,
+        turn_id: TurnId,
         question: &str,
         choices: &[String],
         cancel: &CancellationToken,
@@ -69,8 +70,8 @@ impl Clarifications {
                     id: id.clone(),
                     tenant: scope.tenant().to_string(),
                     principal: scope.principal().to_string(),
-                    session_id: session_id.to_owned(),
-                    turn_id: turn_id.to_owned(),
+                    session_id,
+                    turn_id,
                     node_id: self.node_id.clone(),
                     question: question.to_owned(),
                     choices: serde_json::to_string(choices).unwrap_or_else(|_| "[]".into()),
@@ -146,8 +147,8 @@ impl Clarifications {
         }
         self.events
             .append(
-                &row.session_id,
-                Some(&row.turn_id),
+                row.session_id,
+                Some(row.turn_id),
                 EventPayload::ClarifyAnswered(events::ClarifyAnswered {
                     clarification_id: id.to_owned(),
                     answer: shown,

@@ -42,7 +42,7 @@ impl Host for Dispatcher {
         known.discover_json(call.args);
         Box::pin(self.tasks.start(
             &call.ctx.scope,
-            &call.ctx.session_id,
+            call.ctx.session_id,
             kind,
             summary,
             known,
@@ -63,8 +63,8 @@ impl Host for Dispatcher {
         known.discover_json(call.args);
         let live = LiveOutput {
             events: self.events.clone(),
-            session_id: call.ctx.session_id.clone(),
-            turn_id: call.ctx.turn_id.clone(),
+            session_id: call.ctx.session_id,
+            turn_id: call.ctx.turn_id,
             call_id: call.call_id.to_owned(),
             sent: 0,
         };
@@ -97,17 +97,18 @@ impl Host for Dispatcher {
     fn search_history<'a>(
         &'a self,
         scope: &'a PrincipalScope,
-        session_id: &'a str,
+        session_id: crate::ids::SessionId,
         needle: &'a str,
         limit: u32,
     ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::MessageHit>>> {
         Box::pin(async move {
+            let session_id = session_id.to_string();
             Ok(self
                 .store
                 .search_messages(
                     scope.tenant(),
                     scope.principal(),
-                    Some(session_id),
+                    Some(&session_id),
                     needle,
                     limit,
                 )
@@ -123,8 +124,8 @@ impl Host for Dispatcher {
     ) -> BoxFuture<'a, crate::error::Result<crate::tools::contract::Answer>> {
         Box::pin(self.clarifications.ask(
             &ctx.scope,
-            &ctx.session_id,
-            &ctx.turn_id,
+            ctx.session_id,
+            ctx.turn_id,
             question,
             choices,
             &ctx.cancel,
@@ -137,8 +138,8 @@ impl Host for Dispatcher {
 /// tails and the artifact, so a flood cannot fill the event log.
 struct LiveOutput {
     events: EventLog,
-    session_id: String,
-    turn_id: String,
+    session_id: crate::ids::SessionId,
+    turn_id: crate::ids::TurnId,
     call_id: String,
     sent: usize,
 }
@@ -170,7 +171,7 @@ impl LiveOutput {
             truncated,
         });
         self.events
-            .append(&self.session_id, Some(&self.turn_id), payload)
+            .append(self.session_id, Some(self.turn_id), payload)
             .await
             .is_ok()
     }
@@ -382,8 +383,8 @@ impl Dispatcher {
         let ctx = env.ctx;
         let scope = ApprovalScope {
             scope: &ctx.scope,
-            session_id: &ctx.session_id,
-            turn_id: &ctx.turn_id,
+            session_id: ctx.session_id,
+            turn_id: ctx.turn_id,
             core_fingerprint: &ctx.core_fingerprint,
         };
         match self.approvals.request(&scope, req, &ctx.cancel).await {
@@ -427,8 +428,8 @@ impl Dispatcher {
         }
         self.events
             .append(
-                &ctx.session_id,
-                Some(&ctx.turn_id),
+                ctx.session_id,
+                Some(ctx.turn_id),
                 EventPayload::ToolCall(events::ToolCall {
                     call_id: call_id.to_owned(),
                     tool: name.to_owned(),
@@ -451,8 +452,8 @@ impl Dispatcher {
         let event_view = views.get(View::Event);
         self.events
             .append(
-                &ctx.session_id,
-                Some(&ctx.turn_id),
+                ctx.session_id,
+                Some(ctx.turn_id),
                 EventPayload::ToolResult(events::ToolResult {
                     call_id: call_id.to_owned(),
                     tool: name.to_owned(),

@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 pub use hub::Hub;
 pub use subscription::{Lagged, OnLag, Subscription, SubscriptionError};
 
+use crate::ids::{SessionId, TurnId};
 use crate::store::{EventRow, NewEvent, Store, TurnFinish};
 use crate::wire::events::EventPayload;
 
@@ -90,8 +91,8 @@ impl EventLog {
     /// Persist an event, then publish it. Returns the stored event.
     pub async fn append(
         &self,
-        session_id: &str,
-        turn_id: Option<&str>,
+        session_id: SessionId,
+        turn_id: Option<TurnId>,
         payload: EventPayload,
     ) -> Result<Arc<Event>, crate::error::Error> {
         let ev = self
@@ -106,20 +107,20 @@ impl EventLog {
     /// messages, in one transaction. `None` if the turn had already ended.
     pub async fn append_final(
         &self,
-        session_id: &str,
+        session_id: SessionId,
         payload: EventPayload,
         finish: TurnFinish,
         messages: Vec<serde_json::Value>,
     ) -> Result<Option<Arc<Event>>, crate::error::Error> {
-        let turn_id = finish.turn_id.clone();
-        self.submit(session_id, Some(&turn_id), payload, Some(finish), messages)
+        let turn_id = finish.turn_id;
+        self.submit(session_id, Some(turn_id), payload, Some(finish), messages)
             .await
     }
 
     async fn submit(
         &self,
-        session_id: &str,
-        turn_id: Option<&str>,
+        session_id: SessionId,
+        turn_id: Option<TurnId>,
         payload: EventPayload,
         finish: Option<TurnFinish>,
         messages: Vec<serde_json::Value>,
@@ -128,8 +129,8 @@ impl EventLog {
             crate::error::Error::Internal(anyhow::anyhow!("serialise {}: {e}", payload.kind()))
         })?;
         let ev = NewEvent {
-            session_id: session_id.to_owned(),
-            turn_id: turn_id.map(str::to_owned),
+            session_id: session_id.to_string(),
+            turn_id: turn_id.map(|t| t.to_string()),
             kind: payload.kind().to_owned(),
             at_ms: crate::time::now_ms(),
             data,
@@ -153,11 +154,11 @@ impl EventLog {
     }
 
     /// Follow a session's events with `seq > after`.
-    pub fn subscribe(&self, session_id: &str, after: i64, on_lag: OnLag) -> Subscription {
+    pub fn subscribe(&self, session_id: SessionId, after: i64, on_lag: OnLag) -> Subscription {
         Subscription::new(
             self.store.clone(),
             self.hub.clone(),
-            session_id,
+            &session_id.to_string(),
             after,
             on_lag,
         )

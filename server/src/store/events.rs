@@ -11,7 +11,7 @@ use super::Store;
 /// terminal event so the state is durable before anyone can see the event.
 #[derive(Debug, Clone)]
 pub struct TurnFinish {
-    pub turn_id: String,
+    pub turn_id: crate::ids::TurnId,
     pub status: super::TurnStatus,
     pub output: Option<String>,
     pub reason: Option<String>,
@@ -22,7 +22,7 @@ pub struct TurnFinish {
 impl TurnFinish {
     pub fn completed(turn: crate::ids::TurnId, output: String, steps: u32) -> Self {
         Self {
-            turn_id: turn.to_string(),
+            turn_id: turn,
             status: super::TurnStatus::Completed,
             output: Some(output),
             reason: None,
@@ -33,7 +33,7 @@ impl TurnFinish {
 
     pub fn failed(turn: crate::ids::TurnId, reason: &str, error: String, steps: u32) -> Self {
         Self {
-            turn_id: turn.to_string(),
+            turn_id: turn,
             status: super::TurnStatus::Failed,
             output: None,
             reason: Some(reason.to_owned()),
@@ -44,7 +44,7 @@ impl TurnFinish {
 
     pub fn cancelled(turn: crate::ids::TurnId, reason: &str, steps: u32) -> Self {
         Self {
-            turn_id: turn.to_string(),
+            turn_id: turn,
             status: super::TurnStatus::Cancelled,
             output: None,
             reason: Some(reason.to_owned()),
@@ -134,7 +134,7 @@ impl Store {
                     .bind(&f.error)
                     .bind(i64::from(f.steps))
                     .bind(now)
-                    .bind(&f.turn_id)
+                    .bind(f.turn_id.to_string())
                     .execute(&mut *tx)
                     .await?;
                 keep[i] = res.rows_affected() == 1;

@@ -25,6 +25,7 @@ use crate::auth::PrincipalScope;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::exec::{OutputBudget, StorageQuota};
+use crate::ids::SessionId;
 use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{SecretRedactor, View, Views};
 use crate::running::RunningWork;
@@ -269,7 +270,7 @@ impl Tasks {
 
     async fn updated(
         &self,
-        session_id: &str,
+        session_id: SessionId,
         id: &str,
         kind: &str,
         status: TaskStatus,
@@ -292,7 +293,7 @@ impl Tasks {
     pub async fn start<F, Fut>(
         &self,
         scope: &PrincipalScope,
-        session_id: &str,
+        session_id: SessionId,
         kind: &'static str,
         summary: String,
         known: SecretRedactor,
@@ -345,7 +346,7 @@ impl Tasks {
             known: known.clone(),
         };
         let this = self.clone();
-        let session = session_id.to_owned();
+        let session = session_id;
         let task_id = id.clone();
         self.running.spawn(id.clone(), async move {
             let id = task_id;
@@ -358,7 +359,7 @@ impl Tasks {
                 .finish_task(&id, status, &result.to_string())
                 .await
             {
-                Ok(true) => this.updated(&session, &id, kind, status, &summary).await,
+                Ok(true) => this.updated(session, &id, kind, status, &summary).await,
                 Ok(false) => {}
                 Err(e) => {
                     tracing::error!(error = %e, task = %id, "could not record the task's end")
@@ -404,7 +405,7 @@ impl Tasks {
                 .await?
         {
             self.updated(
-                &row.session_id,
+                row.session_id,
                 id,
                 &row.kind,
                 TaskStatus::Cancelled,
@@ -442,7 +443,7 @@ impl Tasks {
                 status: TaskStatus::Lost,
                 summary: None,
             });
-            self.events.append(session, None, payload).await?;
+            self.events.append(*session, None, payload).await?;
         }
         Ok(lost.len())
     }

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
+use crate::ids::{SessionId, TurnId};
 use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 
 pub use crate::wire::ToolStatus;
@@ -186,8 +187,8 @@ pub fn lenient_int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Er
 #[derive(Clone)]
 pub struct CallContext {
     pub scope: PrincipalScope,
-    pub session_id: String,
-    pub turn_id: String,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     /// The session's workspace folder (canonical).
     pub workspace: PathBuf,
     /// Private per-session runtime state (todo list, …).
@@ -249,7 +250,7 @@ pub trait Host: Send + Sync {
     fn search_history<'a>(
         &'a self,
         scope: &'a PrincipalScope,
-        session_id: &'a str,
+        session_id: SessionId,
         needle: &'a str,
         limit: u32,
     ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::MessageHit>>>;
@@ -350,7 +351,7 @@ pub(crate) mod testing {
         fn search_history<'a>(
             &'a self,
             _: &'a PrincipalScope,
-            _: &'a str,
+            _: SessionId,
             _: &'a str,
             _: u32,
         ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::MessageHit>>> {
@@ -380,8 +381,8 @@ pub(crate) mod testing {
         );
         let ctx = CallContext {
             scope,
-            session_id: "s1".into(),
-            turn_id: "u1".into(),
+            session_id: SessionId::new(),
+            turn_id: TurnId::new(),
             workspace,
             state_dir: home.join("state"),
             core_fingerprint: "fp".into(),

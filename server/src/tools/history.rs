@@ -46,7 +46,8 @@ impl Tool for SessionSearch {
                 crate::policy::capabilities::denial_message("session.read", None),
             ));
         }
-        let current = env.ctx.session_id.as_str();
+        let current = env.ctx.session_id.to_string();
+        let current = current.as_str();
         let wanted = args
             .session_id
             .as_deref()
@@ -82,7 +83,7 @@ impl Tool for SessionSearch {
         let ctx = env.ctx;
         match env
             .host
-            .search_history(&ctx.scope, &ctx.session_id, &p.query, p.limit)
+            .search_history(&ctx.scope, ctx.session_id, &p.query, p.limit)
             .await
         {
             Ok(hits) => {
@@ -118,10 +119,11 @@ mod tests {
         let o = plan::<SessionSearch>(&f, "session_search", json!({"session_id": "other"}))
             .unwrap_err();
         assert_eq!(o.status, ToolStatus::NotFound);
+        let sid = f.ctx.session_id.to_string();
         let (gate, p) = plan::<SessionSearch>(
             &f,
             "session_search",
-            json!({"session_id": " s1 ", "query": " deploy ", "limit": 500}),
+            json!({"session_id": format!(" {sid} "), "query": " deploy ", "limit": 500}),
         )
         .unwrap();
         assert_eq!((p.query.as_str(), p.limit), ("deploy", 50));
@@ -131,9 +133,9 @@ mod tests {
                 baseline: ApprovalPolicy::Prompt,
                 risk: Risk::Medium,
                 action: "search".into(),
-                target: "s1".into(),
+                target: sid.clone(),
                 reason: "read this session's history".into(),
-                preview: json!({"session_id": "s1", "query_chars": 6, "limit": 50}),
+                preview: json!({"session_id": sid, "query_chars": 6, "limit": 50}),
                 session_cacheable: true,
             })
         );

@@ -66,7 +66,7 @@ struct Inner {
     cores: CoreRepository,
     home: std::path::PathBuf,
     /// Canonical workspace folder per session, so turns skip the syscalls.
-    workspaces: Mutex<HashMap<String, std::path::PathBuf>>,
+    workspaces: Mutex<HashMap<SessionId, std::path::PathBuf>>,
 }
 
 /// The host-side parts a turn needs besides storage and events.
@@ -209,7 +209,7 @@ impl TurnService {
         mode: Mode,
     ) -> Result<TurnId> {
         let inner = &self.inner;
-        let session_id = SessionId::parse(&session.id)?;
+        let session_id = session.id;
         let turn_id = TurnId::new();
         // Records and events keep the redacted input; only the model sees it raw.
         let shown_input = SecretRedactor::new().redact_str_for(&input, View::Durable);
@@ -235,13 +235,11 @@ impl TurnService {
         let reason: CancelReason = Arc::default();
         let token = inner.running.insert(turn_id, reason.clone());
         inner.metrics.turn_started();
-        let sid = session.id.clone();
-        let tid = turn_id.to_string();
         if let Err(e) = inner
             .events
             .append(
-                &sid,
-                Some(&tid),
+                session_id,
+                Some(turn_id),
                 EventPayload::TurnStarted(events::TurnStarted {
                     input: shown_input.clone(),
                 }),
@@ -293,7 +291,7 @@ impl TurnService {
             .drive(&ctx, &token, &mut new_messages, &mut steps)
             .await;
         let inner = &self.inner;
-        let sid = ctx.session.id.as_str();
+        let sid = ctx.session.id;
         // The record and the terminal event say the same; the final text is
         // model output, so both keep it redacted.
         let (finish, payload) = match end {
@@ -356,8 +354,8 @@ impl TurnService {
         steps: &mut u32,
     ) -> Result<String, TurnEnd> {
         let inner = &self.inner;
-        let sid = ctx.session.id.as_str();
-        let tid = ctx.turn_id.to_string();
+        let sid = ctx.session.id;
+        let tid = ctx.turn_id;
         let db = |e: sqlx::Error| TurnEnd::Failed {
             reason: "internal",
             error: format!("database: {e}"),
@@ -382,15 +380,15 @@ impl TurnService {
         let catalog = &core.resolved;
         let call_ctx = CallContext {
             scope: ctx.scope.clone(),
-            session_id: ctx.session.id.clone(),
-            turn_id: tid.clone(),
+            session_id: ctx.session.id,
+            turn_id: tid,
             workspace: self.workspace_of(&ctx.scope, &ctx.session).map_err(|e| {
                 TurnEnd::Failed {
                     reason: "workspace",
                     error: e.to_string(),
                 }
             })?,
-            state_dir: HomeLayout::new(&inner.home).session_state_dir(&ctx.session.id),
+            state_dir: HomeLayout::new(&inner.home).session_state_dir(&sid.to_string()),
             core_fingerprint: catalog.fingerprint().to_owned(),
             skills: std::sync::Arc::new(core.skills.clone()),
             cancel: token.clone(),
@@ -435,7 +433,7 @@ impl TurnService {
             h.extend(
                 inner
                     .store
-                    .recent_messages(sid, HISTORY_MESSAGES)
+                    .recent_messages(&sid.to_string(), HISTORY_MESSAGES)
                     .await
                     .map_err(db)?,
             );
@@ -471,7 +469,7 @@ impl TurnService {
                         .events
                         .append(
                             sid,
-                            Some(&tid),
+                            Some(tid),
                             EventPayload::Message(events::Message {
                                 role: "assistant".into(),
                                 content: shown,
@@ -530,7 +528,7 @@ impl TurnService {
         if cache.len() >= 65_536 {
             cache.clear();
         }
-        cache.insert(session.id.clone(), dir.clone());
+        cache.insert(session.id, dir.clone());
         Ok(dir)
     }
 
@@ -588,8 +586,8 @@ impl TurnService {
                 self.inner
                     .events
                     .append(
-                        &row.session_id,
-                        Some(&row.id),
+                        row.session_id,
+                        Some(row.id),
                         EventPayload::TurnCancelled(events::TurnCancelled {
                             reason: "cancelled".into(),
                         }),
@@ -611,8 +609,8 @@ impl TurnService {
             self.inner
                 .events
                 .append(
-                    &t.session_id,
-                    Some(&t.turn_id),
+                    t.session_id,
+                    Some(t.turn_id),
                     EventPayload::TurnFailed(events::TurnFailed {
                         reason: "lost".into(),
                         error: "the server stopped while the turn was running".into(),

@@ -16,7 +16,8 @@
 //! # Adding an event kind
 //!
 //! 1. Add a payload struct here (`#[derive(Debug, Clone, PartialEq, Serialize,
-//!    Deserialize, ToSchema)]`, a doc comment on it and on each field).
+//!    Deserialize, ToSchema)]`, `#[schema(as = events::Name)]`, a doc comment
+//!    on it and on each field).
 //! 2. Add a variant to [`EventPayload`] with `#[serde(rename = "room.what")]`
 //!    and its arm in [`EventPayload::kind`].
 //! 3. Add an example to `every_kind` in `events_tests.rs` (it checks the
@@ -24,7 +25,9 @@
 //! 4. Emit it: `events.append(session, turn, EventPayload::New(NewThing {…}))`.
 //!
 //! The OpenAPI document picks the new variant up from the derive
-//! (`Event`/`EventPayload` schemas); regenerate the snapshot with
+//! (`Event`/`EventPayload` schemas; payload schemas are named `events.<Name>`
+//! via `#[schema(as = events::Name)]` so they never collide with an API
+//! body of the same name); regenerate the snapshot with
 //! `UPDATE_OPENAPI=1 cargo test --test api openapi`.
 
 use serde::{Deserialize, Serialize};
@@ -32,6 +35,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::{Decision, Risk, TaskStatus, ToolStatus};
+use crate::ids::{SessionId, TurnId};
 use crate::policy::approval_authority::Requirement;
 
 /// One event, as an SSE `data:` line and a WebSocket text frame carry it.
@@ -40,11 +44,11 @@ pub struct Event {
     /// Per-session sequence number; only grows.
     #[schema(minimum = 1)]
     pub seq: i64,
-    #[schema(format = Uuid)]
-    pub session_id: String,
+    #[schema(value_type = String, format = Uuid)]
+    pub session_id: SessionId,
     /// The turn it belongs to, if any (always present, maybe `null`).
-    #[schema(format = Uuid, required = true)]
-    pub turn_id: Option<String>,
+    #[schema(value_type = Option<String>, format = Uuid, required = true)]
+    pub turn_id: Option<TurnId>,
     /// RFC 3339, UTC.
     #[schema(format = DateTime)]
     pub at: String,
@@ -130,6 +134,7 @@ impl EventPayload {
 
 /// A turn began.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::TurnStarted)]
 pub struct TurnStarted {
     /// The input, secrets redacted.
     pub input: String,
@@ -137,6 +142,7 @@ pub struct TurnStarted {
 
 /// Text the model said.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::Message)]
 pub struct Message {
     /// Always `assistant` today.
     pub role: String,
@@ -146,16 +152,17 @@ pub struct Message {
 
 /// A tool call is about to be dispatched.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::ToolCall)]
 pub struct ToolCall {
     pub call_id: String,
     pub tool: String,
     /// The arguments, secrets redacted; an `env` overlay shows keys only.
-    #[schema(value_type = Object)]
     pub arguments: Value,
 }
 
 /// Live output of a running call (at most a 64 KiB preview per call).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::ToolOutput)]
 pub struct ToolOutput {
     pub call_id: String,
     /// `stdout` or `stderr`.
@@ -169,20 +176,20 @@ pub struct ToolOutput {
 
 /// A tool call ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::ToolResult)]
 pub struct ToolResult {
     pub call_id: String,
     pub tool: String,
     pub status: ToolStatus,
     /// What the model saw (event view: secrets redacted).
-    #[schema(value_type = Object)]
     pub content: Value,
     /// Structured data for operators (event view).
-    #[schema(value_type = Object)]
     pub data: Value,
 }
 
 /// A human must decide.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::ApprovalRequested)]
 pub struct ApprovalRequested {
     #[schema(format = Uuid)]
     pub approval_id: String,
@@ -192,7 +199,6 @@ pub struct ApprovalRequested {
     pub rule: String,
     pub reason: String,
     /// Redacted, bounded preview of the arguments.
-    #[schema(value_type = Object)]
     pub preview: Value,
     /// Decisions this request accepts.
     pub choices: Vec<Decision>,
@@ -205,6 +211,7 @@ pub struct ApprovalRequested {
 
 /// An approval was settled (a human, a timeout, a cancellation or a restart).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::ApprovalResolved)]
 pub struct ApprovalResolved {
     #[schema(format = Uuid)]
     pub approval_id: String,
@@ -219,6 +226,7 @@ pub struct ApprovalResolved {
 
 /// The model asked the user a question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::ClarifyRequested)]
 pub struct ClarifyRequested {
     #[schema(format = Uuid)]
     pub clarification_id: String,
@@ -231,6 +239,7 @@ pub struct ClarifyRequested {
 
 /// The user answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::ClarifyAnswered)]
 pub struct ClarifyAnswered {
     #[schema(format = Uuid)]
     pub clarification_id: String,
@@ -240,6 +249,7 @@ pub struct ClarifyAnswered {
 
 /// A background task started or ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::TaskUpdated)]
 pub struct TaskUpdated {
     pub task_id: String,
     /// e.g. `terminal.exec` (absent when a restart found the task lost).
@@ -253,6 +263,7 @@ pub struct TaskUpdated {
 
 /// A turn finished with the model's final text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::TurnCompleted)]
 pub struct TurnCompleted {
     /// The final text, secrets redacted.
     pub output: String,
@@ -262,6 +273,7 @@ pub struct TurnCompleted {
 
 /// A turn failed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::TurnFailed)]
 pub struct TurnFailed {
     /// Stable: `internal`, `core_load`, `workspace`, `provider`,
     /// `provider_unavailable`, `max_model_steps` or `lost`.
@@ -272,6 +284,7 @@ pub struct TurnFailed {
 
 /// A turn was cancelled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::TurnCancelled)]
 pub struct TurnCancelled {
     /// `cancelled` (a client) or `shutdown`.
     pub reason: String,

@@ -189,12 +189,12 @@ fn every_kind_keeps_its_type_and_its_bytes() {
 #[test]
 fn a_stored_frame_reads_back_as_the_typed_event() {
     for (payload, kind, old) in every_kind() {
+        let (sid, tid) = (crate::ids::SessionId::new(), crate::ids::TurnId::new());
         let frame = format!(
-            r#"{{"seq":7,"session_id":"s","turn_id":null,"type":"{kind}","at":"2026-01-01T00:00:00Z","data":{old}}}"#
+            r#"{{"seq":7,"session_id":"{sid}","turn_id":"{tid}","type":"{kind}","at":"2026-01-01T00:00:00Z","data":{old}}}"#
         );
         let ev: Event = serde_json::from_str(&frame).unwrap();
-        assert_eq!(ev.seq, 7);
-        assert_eq!(ev.turn_id, None);
+        assert_eq!((ev.seq, ev.session_id, ev.turn_id), (7, sid, Some(tid)));
         assert_eq!(ev.payload, payload, "{kind}");
         let back = serde_json::to_value(&ev).unwrap();
         assert_eq!(back, serde_json::from_str::<Value>(&frame).unwrap());
@@ -205,7 +205,7 @@ fn a_stored_frame_reads_back_as_the_typed_event() {
 fn an_unknown_type_or_a_wrong_payload_does_not_parse() {
     let frame = |kind: &str, data: &str| {
         format!(
-            r#"{{"seq":1,"session_id":"s","turn_id":null,"type":"{kind}","at":"t","data":{data}}}"#
+            r#"{{"seq":1,"session_id":"0190a0c4-1c7e-7000-8000-000000000000","turn_id":null,"type":"{kind}","at":"t","data":{data}}}"#
         )
     };
     assert!(serde_json::from_str::<Event>(&frame("turn.paused", "{}")).is_err());
@@ -215,4 +215,38 @@ fn an_unknown_type_or_a_wrong_payload_does_not_parse() {
         r#"{"call_id":"c","tool":"t","status":"ok","content":null,"data":null}"#
     ))
     .is_err());
+}
+
+/// Every example frame is valid under the `Event` schema of the served
+/// OpenAPI document (what Schemathesis checks SSE frames against).
+#[test]
+fn every_kind_fits_the_documented_event_schema() {
+    let doc: Value = serde_json::from_str(&crate::api::doc::openapi_document()).unwrap();
+    let schema = json!({
+        "$ref": "#/components/schemas/Event",
+        "components": doc["components"],
+    });
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let (sid, tid) = (crate::ids::SessionId::new(), crate::ids::TurnId::new());
+    for (payload, kind, _) in every_kind() {
+        for turn_id in [None, Some(tid)] {
+            let ev = Event {
+                seq: 1,
+                session_id: sid,
+                turn_id,
+                at: "2026-01-01T00:00:00Z".into(),
+                payload: payload.clone(),
+            };
+            let frame = serde_json::to_value(&ev).unwrap();
+            let errors: Vec<String> = validator
+                .iter_errors(&frame)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(errors.is_empty(), "{kind}: {errors:?}");
+        }
+    }
+    // And a frame of one kind with another kind's payload is not.
+    let wrong = json!({"seq": 1, "session_id": sid.to_string(), "turn_id": null,
+        "at": "t", "type": "turn.started", "data": {"reason": "x"}});
+    assert!(!validator.is_valid(&wrong));
 }
