@@ -27,7 +27,7 @@ use super::{
         approvals::list_approvals, approvals::decide_approval, approvals::answer_clarification,
         tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs, search::search,
         tokens::issue_token, tokens::revoke_tokens,
-        principals::disable_principal, principals::enable_principal,
+        principals::list_principals, principals::disable_principal, principals::enable_principal,
         tenant_policy::get_tenant_policy, tenant_policy::put_tenant_policy,
     ),
     components(schemas(ErrorBody, Event, EventType, SseEvent)),

@@ -64,6 +64,7 @@ pub fn router(app: SharedApp) -> Router {
         .route("/v1/tasks/{id}/logs", get(tasks::task_logs))
         .route("/v1/tokens", post(tokens::issue_token))
         .route("/v1/tokens/revoke", post(tokens::revoke_tokens))
+        .route("/v1/principals", get(principals::list_principals))
         .route(
             "/v1/principals/{id}/disable",
             post(principals::disable_principal),
