@@ -71,3 +71,4 @@ pub mod telemetry;
 pub mod time;
 pub mod tools;
 pub mod turn;
+pub mod wire;

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
-use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 
 /// The typed outcome of a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -99,7 +99,7 @@ impl ToolOutcome {
 pub struct Approval {
     /// The tool's own policy for this target (e.g. `auto` for an ordinary
     /// read inside the workspace, `prompt` for any write).
-    pub baseline: Policy,
+    pub baseline: ApprovalPolicy,
     pub risk: Risk,
     pub action: String,
     pub target: String,

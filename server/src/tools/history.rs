@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::contract::{lenient_int, Approval, Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
-use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 
 const DEFAULT_LIMIT: i64 = 10;
 const MAX_LIMIT: i64 = 50;
@@ -67,7 +67,7 @@ impl Tool for SessionSearch {
         let preview =
             json!({"session_id": current, "query_chars": query.chars().count(), "limit": limit});
         let approval = Approval {
-            baseline: Policy::Prompt,
+            baseline: ApprovalPolicy::Prompt,
             risk: Risk::Medium,
             action: "search".into(),
             target: current.to_owned(),
@@ -105,7 +105,7 @@ mod tests {
     use serde_json::json;
 
     use super::SessionSearch;
-    use crate::policy::approval_policy::{Policy, Risk};
+    use crate::policy::approval_policy::{ApprovalPolicy, Risk};
     use crate::tools::contract::testing::{fixture, plan};
     use crate::tools::contract::{Approval, Gate, ToolStatus};
 
@@ -128,7 +128,7 @@ mod tests {
         assert_eq!(
             gate,
             Gate::one(Approval {
-                baseline: Policy::Prompt,
+                baseline: ApprovalPolicy::Prompt,
                 risk: Risk::Medium,
                 action: "search".into(),
                 target: "s1".into(),
