@@ -237,6 +237,8 @@ pub struct Walls {
     pub terminal_network: bool,
     /// Bytes of command output (artifacts, task logs) per command and tenant.
     pub quota: Arc<crate::exec::StorageQuota>,
+    /// The one outbound HTTP client (URL policy, `--url-allow`, pinning).
+    pub outbound: crate::net::Outbound,
 }
 
 /// A user's answer to a clarifying question.
@@ -441,6 +443,13 @@ pub(crate) mod testing {
             ),
             terminal_network: true,
             quota: crate::exec::StorageQuota::new(1 << 20, 1 << 30),
+            outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
+                dns: crate::net::DnsSettings::Servers(vec![std::net::SocketAddr::from((
+                    [127, 0, 0, 1],
+                    9,
+                ))]),
+                ..Default::default()
+            }),
         };
         Fixture {
             dir,
