@@ -58,6 +58,7 @@ pub fn router(app: SharedApp) -> Router {
             post(approvals::answer_clarification),
         )
         .route("/v1/search", get(search::search))
+        .route("/v1/audit", get(search::list_audit))
         .route("/v1/tasks", get(tasks::list_tasks))
         .route("/v1/tasks/{id}", get(tasks::get_task))
         .route("/v1/tasks/{id}/cancel", post(tasks::cancel_task))

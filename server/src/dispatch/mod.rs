@@ -95,23 +95,10 @@ impl Host for Dispatcher {
 
     fn search_history<'a>(
         &'a self,
-        scope: &'a PrincipalScope,
-        session_id: &'a str,
-        needle: &'a str,
-        limit: u32,
-    ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::MessageHit>>> {
-        Box::pin(async move {
-            Ok(self
-                .store
-                .search_messages(
-                    scope.tenant(),
-                    scope.principal(),
-                    Some(session_id),
-                    needle,
-                    limit,
-                )
-                .await?)
-        })
+        reach: &'a crate::history::Reach,
+        request: &'a crate::history::Request,
+    ) -> BoxFuture<'a, Result<crate::history::Page, crate::history::SearchError>> {
+        Box::pin(crate::history::search(&self.store, reach, request, None))
     }
 
     fn clarify<'a>(
