@@ -214,7 +214,6 @@ impl CoreRepository {
     }
 }
 
-
 fn metadata_override(o: &ToolMetadataOverride) -> MetadataOverride {
     MetadataOverride {
         risk: o.risk,
