@@ -6,8 +6,10 @@
 mod apidoc;
 mod auth;
 mod authority;
+mod cores;
 mod effects;
 mod helpers;
+mod history;
 mod isolation;
 mod openai;
 mod operations;

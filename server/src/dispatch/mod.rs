@@ -96,24 +96,10 @@ impl Host for Dispatcher {
 
     fn search_history<'a>(
         &'a self,
-        scope: &'a PrincipalScope,
-        session_id: crate::ids::SessionId,
-        needle: &'a str,
-        limit: u32,
-    ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::MessageHit>>> {
-        Box::pin(async move {
-            let session_id = session_id.to_string();
-            Ok(self
-                .store
-                .search_messages(
-                    scope.tenant(),
-                    scope.principal(),
-                    Some(&session_id),
-                    needle,
-                    limit,
-                )
-                .await?)
-        })
+        reach: &'a crate::history::Reach,
+        request: &'a crate::history::Request,
+    ) -> BoxFuture<'a, Result<crate::history::Page, crate::history::SearchError>> {
+        Box::pin(crate::history::search(&self.store, reach, request, None))
     }
 
     fn clarify<'a>(

@@ -4,6 +4,7 @@
 
 mod approvals;
 mod events;
+mod history;
 mod messages;
 mod migrate;
 mod revocations;
@@ -23,7 +24,7 @@ use tokio::sync::{Mutex, MutexGuard};
 pub use crate::wire::TurnStatus;
 pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification};
 pub use events::{EventRow, NewEvent, TurnFinish};
-pub use messages::MessageHit;
+pub use history::AuditRow;
 pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
 pub use sessions::{NewSession, SessionRow};
 pub use tasks::{NewTask, TaskRow};
