@@ -19,7 +19,8 @@
 //! - [`core`]: Agent Cores: manifests, loading, the per-tenant agents tree.
 //! - [`catalog`]: the per-turn resolved tool catalog.
 //! - [`dispatch`]: the one path from a tool call to a result: checks, every
-//!   approval, the adapter, typed status, redaction. The only caller of approvals.
+//!   approval, the adapter, typed status, redaction. The only caller of approvals
+//!   ([`dispatch::approvals`], with the approver's argument preview).
 //! - [`tools`]: built-in tool adapters, and [`tools::contract`], what every tool is
 //!   to the dispatcher: typed arguments, a pure plan naming its approvals, an
 //!   execute step, and the host services it may use (no adapter imports `dispatch`).
@@ -39,10 +40,13 @@
 //!   resolved for real); [`net`]: the network edge of the URL policy, DNS
 //!   and [`net::Outbound`], the one HTTP client for tenant-driven requests.
 //! - [`redact`]: secret discovery and the five result views
-//!   ([`redact::redactor`]: names, known secrets, text detection, argv, views,
-//!   preview), and line-by-line redaction of live output.
+//!   ([`redact::redactor`]: names, known secrets, text detection, argv, views),
+//!   and line-by-line redaction of live output.
 //!
 //! Small shared parts:
+//! - [`wire`]: the typed vocabulary: every event kind and its payload
+//!   ([`wire::events`], with how to add a kind), lifecycle states of turns,
+//!   approvals and tasks, the one [`wire::Risk`] and [`wire::ApprovalPolicy`].
 //! - [`ids`]: parsed identifiers; handlers never see raw id strings.
 //! - [`metrics`]: Prometheus counters, gauges and histograms.
 //! - [`error`]: the host error type, mapped to HTTP in one place (`api::error`).

@@ -20,11 +20,12 @@ use crate::catalog::{ResolvedCatalog, ResolvedEntry};
 use crate::events::EventLog;
 use crate::policy::approval_policy::{higher_risk, request_policy, ApprovalPolicy};
 use crate::redact::lines::LineRedactor;
-use crate::redact::redactor::{argument_preview, SecretRedactor, View};
+use crate::redact::redactor::{SecretRedactor, View};
 use crate::tools::clarify as tools_clarify;
 use crate::tools::contract::{parse_args, Approval, Gate, Host, Plan, TaskJob, Tool, ToolEnv};
 use crate::tools::{files, history, search, skills, terminal, todo};
 use crate::wire::events::{self, EventPayload};
+use approvals::preview::argument_preview;
 use approvals::{ApprovalRequest, ApprovalScope, Approvals, Verdict};
 use clarify::Clarifications;
 

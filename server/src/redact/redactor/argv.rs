@@ -71,7 +71,7 @@ pub(super) fn argv_hits(items: &[&Value], location: &str) -> Vec<Hit> {
         .collect()
 }
 
-pub(super) fn argv_extra_spans(items: &[&Value], location: &str) -> Vec<(usize, Span)> {
+pub(crate) fn argv_extra_spans(items: &[&Value], location: &str) -> Vec<(usize, Span)> {
     argv_positional(items, location)
         .into_iter()
         .filter_map(|(index, hit)| {

@@ -156,7 +156,7 @@ pub(super) struct Entry {
 }
 
 #[derive(Clone, Default)]
-pub(super) struct Catalog {
+pub(crate) struct Catalog {
     /// Eligible secrets, longest first, bindings first among equals,
     /// unique by value.
     pub(super) entries: Vec<Entry>,
@@ -168,7 +168,7 @@ pub(super) struct Catalog {
 }
 
 #[derive(Clone, Debug)]
-pub(super) struct Span {
+pub(crate) struct Span {
     pub(super) start: usize,
     pub(super) end: usize,
     /// End of the span that names the marker (for the debug fingerprint).
@@ -247,7 +247,7 @@ impl Catalog {
         out
     }
 
-    pub(super) fn is_exact(&self, s: &str) -> bool {
+    pub(crate) fn is_exact(&self, s: &str) -> bool {
         self.entries.iter().any(|e| e.value == s)
     }
 
@@ -269,7 +269,7 @@ impl Catalog {
 
     /// Replaces known secrets, freshly detected positional secrets and
     /// `extra` spans in `s`.
-    pub(super) fn scrub(
+    pub(crate) fn scrub(
         &self,
         s: &str,
         view: View,

@@ -50,16 +50,17 @@
 //! URL values also percent-decoded, HTTP Basic credentials also decoded.
 //! Other transformed or encoded forms are not covered (exact-value only).
 //!
-//! Also here: [`argument_preview`] (length-bounded approval preview of tool
-//! arguments) and [`StreamScrubber`] (incremental exact-value redaction of
-//! terminal output, safe across chunk boundaries).
+//! Also here: [`StreamScrubber`] (incremental exact-value redaction of
+//! terminal output, safe across chunk boundaries). The approval preview lives
+//! with the approvals (`dispatch::approvals::preview`) and builds on the parts
+//! in `preview_parts`.
 //!
 //! Layout: this file holds the [`SecretRedactor`] (discovery walk, view
 //! rendering entry points) and the [`StreamScrubber`]; `names` knows which
 //! names hold secrets, `known` holds discovered secrets and replaces them,
 //! `detect` finds secrets in free text, `argv` in argument arrays, `views`
-//! renders one value per [`View`], `preview` builds the approval preview and
-//! `text` has the bounded string helpers they share.
+//! renders one value per [`View`] and `text` has the bounded string helpers
+//! they share.
 //!
 //! Robustness: no unwrap/expect/indexing/panic (enforced by the `deny` below);
 //! recursion is bounded by [`MAX_DEPTH`], per-value scans by fixed caps, and
@@ -85,7 +86,6 @@ mod argv;
 mod detect;
 mod known;
 mod names;
-mod preview;
 mod text;
 mod views;
 
@@ -104,10 +104,23 @@ use known::*;
 pub use known::{fingerprint, Discovered, SecretSource};
 use names::*;
 pub use names::{is_sensitive_name, normalize_name};
-pub use preview::argument_preview;
 use text::*;
 use views::*;
 pub use views::{failed_value, RedactionError, View, Views};
+
+/// The scrubbing parts the approval preview (`dispatch::approvals::preview`)
+/// is built from: the secret catalog of a discovery, name rules and the
+/// bounded text helpers. Crate-internal; nothing else should need them.
+pub(crate) mod preview_parts {
+    pub(crate) use super::argv::argv_extra_spans;
+    pub(crate) use super::known::{Catalog, Span};
+    pub(crate) use super::names::{
+        is_sensitive_normalized, normalize_name, BINDING_METADATA_KEYS, ENV_KEYS, EXCEPTION_KEYS,
+    };
+    pub(crate) use super::text::{join_path, location_or_text, truncate_chars};
+    pub(crate) use super::views::insert_unique;
+    pub(crate) use super::{SecretRedactor, REDACTED, REDACTION_FAILED, TRUNCATED};
+}
 
 /// Placeholder used in the model view and for structurally redacted values.
 pub const REDACTED: &str = "<redacted>";
@@ -148,7 +161,7 @@ const FINGERPRINT_BYTES: usize = 6; // 12 hex characters
 pub struct SecretRedactor {
     known: Vec<Discovered>,
     seen: HashSet<Discovered>,
-    overflowed: bool,
+    pub(crate) overflowed: bool,
 }
 
 impl fmt::Debug for SecretRedactor {
@@ -381,7 +394,7 @@ impl SecretRedactor {
         }
     }
 
-    fn catalog(&self) -> Catalog {
+    pub(crate) fn catalog(&self) -> Catalog {
         Catalog::new(&self.known)
     }
 

@@ -87,7 +87,7 @@ const EXTRA_QUERY_NAMES: &[&str] = &[
 ];
 
 /// Normalised object keys whose string values are treated as exception text.
-pub(super) const EXCEPTION_KEYS: &[&str] = &[
+pub(crate) const EXCEPTION_KEYS: &[&str] = &[
     "cause",
     "detail",
     "err",
@@ -104,10 +104,10 @@ pub(super) const EXCEPTION_KEYS: &[&str] = &[
 
 /// Normalised keys whose object value is an environment overlay (preview
 /// shows keys only).
-pub(super) const ENV_KEYS: &[&str] = &["env", "environment", "env_overlay", "env_vars"];
+pub(crate) const ENV_KEYS: &[&str] = &["env", "environment", "env_overlay", "env_vars"];
 
 /// Keys of a `secret_bindings` entry that are safe to show in a preview.
-pub(super) const BINDING_METADATA_KEYS: &[&str] = &[
+pub(crate) const BINDING_METADATA_KEYS: &[&str] = &[
     "capability",
     "expires_at",
     "expires_in_seconds",
@@ -169,7 +169,7 @@ pub(super) fn normalize_plain(raw: &str) -> String {
     out
 }
 
-pub(super) fn is_sensitive_normalized(normalized: &str) -> bool {
+pub(crate) fn is_sensitive_normalized(normalized: &str) -> bool {
     if normalized.is_empty() || normalized.starts_with("no_") {
         return false;
     }

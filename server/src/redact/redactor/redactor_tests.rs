@@ -354,7 +354,7 @@ fn adversarial_inputs_do_not_panic() {
         assert!(!v.failed || v == Views::redaction_failed());
         let _ = r.redact_str(&s);
         let _ = r.redact_exception(&s, View::Debug);
-        let _ = argument_preview(&json!({"cmd": s}), 64);
+        let _ = crate::dispatch::approvals::preview::argument_preview(&json!({"cmd": s}), 64);
         let mut stream = r.stream(View::Model);
         let _ = stream.push(&s);
         let _ = stream.finish();

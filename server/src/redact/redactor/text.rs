@@ -22,7 +22,7 @@ pub(super) fn floor_boundary(s: &str, index: usize) -> usize {
     i
 }
 
-pub(super) fn truncate_chars(s: &str, limit: usize) -> String {
+pub(crate) fn truncate_chars(s: &str, limit: usize) -> String {
     match s.char_indices().nth(limit) {
         None => s.to_string(),
         Some((cut, _)) => {
@@ -32,7 +32,7 @@ pub(super) fn truncate_chars(s: &str, limit: usize) -> String {
     }
 }
 
-pub(super) fn join_path(path: &str, key: &str) -> String {
+pub(crate) fn join_path(path: &str, key: &str) -> String {
     let segment: String = key.chars().take(MAX_PATH_SEGMENT_CHARS).collect();
     if path.is_empty() {
         segment
@@ -41,7 +41,7 @@ pub(super) fn join_path(path: &str, key: &str) -> String {
     }
 }
 
-pub(super) fn location_or_text(path: &str) -> String {
+pub(crate) fn location_or_text(path: &str) -> String {
     if path.is_empty() {
         "text".to_string()
     } else {

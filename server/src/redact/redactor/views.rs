@@ -246,7 +246,7 @@ impl Catalog {
             .any(|(_, start, end)| !markers.iter().any(|&(a, b)| a <= start && end <= b))
     }
 
-    pub(super) fn value_leaks(&self, v: &Value, depth: usize) -> bool {
+    pub(crate) fn value_leaks(&self, v: &Value, depth: usize) -> bool {
         if depth > MAX_DEPTH + 2 {
             return false;
         }
@@ -336,7 +336,7 @@ pub(super) fn marker_name(raw: &str) -> String {
     out
 }
 
-pub(super) fn insert_unique(map: &mut Map<String, Value>, key: String, value: Value) {
+pub(crate) fn insert_unique(map: &mut Map<String, Value>, key: String, value: Value) {
     if !map.contains_key(&key) {
         map.insert(key, value);
         return;

@@ -6,8 +6,11 @@
 )]
 
 use super::*;
-use crate::redact::redactor::test_support::*;
 use serde_json::json;
+
+fn text(v: &Value) -> String {
+    serde_json::to_string(v).unwrap()
+}
 
 // argument_preview
 

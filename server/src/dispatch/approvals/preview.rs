@@ -1,7 +1,13 @@
 //! Approval argument preview: a length-bounded, redacted copy of tool
-//! arguments for the approver.
+//! arguments for the approver (the `preview` of an approval request). It is
+//! built from the redactor's scrubbing parts
+//! (`redact::redactor::preview_parts`), so the approver sees secrets
+//! exactly as the model view hides them.
 
-use super::*;
+use serde_json::{Map, Value};
+
+use crate::redact::redactor::preview_parts::*;
+use crate::redact::redactor::View;
 
 #[cfg(test)]
 #[path = "preview_tests.rs"]

@@ -8,6 +8,11 @@
 //! ([`crate::policy::approval_authority`]): each request records whether its
 //! owner may decide it or a tenant operator must; [`Approvals::decide`]
 //! enforces that for REST and WebSocket alike.
+//!
+//! What the approver sees of the arguments is [`preview::argument_preview`]:
+//! bounded, with secrets redacted.
+
+pub mod preview;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
