@@ -9,6 +9,10 @@ const MAX_LEX_NEST: usize = 128;
 #[path = "lexer_tests.rs"]
 mod tests;
 
+#[cfg(test)]
+#[path = "lexer_props_tests.rs"]
+mod props;
+
 /// Why the lexer stopped; the guard turns each into a `parse:*` prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LexError {
