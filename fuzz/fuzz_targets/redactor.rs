@@ -1,0 +1,56 @@
+//! The redactor on arbitrary text and JSON: discovery, every view, the live
+//! line redactor and the approval preview never panic, and a secret named as
+//! such in the arguments never shows in a view that rendered.
+#![no_main]
+
+use demiurge::redact::redactor::{SecretRedactor, View};
+use libfuzzer_sys::fuzz_target;
+use serde_json::{json, Value};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    // Free text in every view.
+    for view in View::ALL {
+        let _ = SecretRedactor::new().redact_str_for(text, view);
+    }
+    // Line by line, split at an arbitrary point.
+    let mut lines = demiurge::redact::lines::LineRedactor::new(SecretRedactor::new(), View::Event);
+    let cut = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .nth(text.len() % 7)
+        .unwrap_or(0);
+    let _ = lines.push("stdout", &text[..cut]);
+    let _ = lines.push("stdout", &text[cut..]);
+    let _ = lines.finish("stdout");
+    // As JSON arguments, when it is JSON.
+    if let Ok(args) = serde_json::from_str::<Value>(text) {
+        let mut r = SecretRedactor::new();
+        r.discover_json(&args);
+        let _ = r.try_views(&json!({"content": args.clone(), "data": args.clone()}));
+        let _ = demiurge::dispatch::approvals::preview::argument_preview(&args, 2_000);
+    }
+    // A named secret echoed in the output never reaches a rendered view.
+    let secret: String = text
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .take(40)
+        .collect();
+    let mixed = secret.chars().any(|c| c.is_ascii_digit())
+        && secret
+            .chars()
+            .any(|c| c.is_ascii_alphabetic() && c != 'x' && c != 'X');
+    if secret.len() >= 12 && mixed {
+        let mut r = SecretRedactor::new();
+        r.discover_json(&json!({"api_token": secret}));
+        let raw = json!({"content": format!("out {secret} {text}"), "data": {"log": text}});
+        if let Ok(views) = r.try_views(&raw) {
+            for view in View::ALL {
+                let shown = views.get(view).to_string();
+                assert!(!shown.contains(&secret), "{view:?} shows the secret");
+            }
+        }
+    }
+});
