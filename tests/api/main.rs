@@ -18,3 +18,4 @@ mod tasks;
 mod terminal;
 mod tokens;
 mod turns;
+mod web;

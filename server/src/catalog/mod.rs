@@ -70,6 +70,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "todo",
     "clarify",
     "tools_list",
+    "web_extract",
 ];
 
 /// A tool the turn may call, with its effective metadata.
