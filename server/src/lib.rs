@@ -25,6 +25,9 @@
 //!   execute step, and the host services it may use (no adapter imports `dispatch`).
 //! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment, sandbox.
 //! - [`tasks`]: durable background tasks and their logs.
+//! - [`history`]: session history search: reach (own sessions, a channel's
+//!   bound session, an operator's audited tenant-wide search), the three modes,
+//!   full-text query words; its SQL (FTS5 / tsvector) is in `store`.
 //! - [`running`]: the registry of work running on this node (turns, tasks) and its shutdown.
 //!
 //! Deciding and hiding:
@@ -57,6 +60,7 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod history;
 pub mod home;
 pub mod ids;
 pub mod metrics;
@@ -72,3 +76,4 @@ pub mod telemetry;
 pub mod time;
 pub mod tools;
 pub mod turn;
+pub mod wire;
