@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::contract::{lenient_int, Approval, Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
 use crate::net::{Limits, OutboundErrorKind, OutboundRequest};
-use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 use crate::policy::url_policy::UrlVerdict;
 
 /// The registry's defaults and ceilings.
@@ -80,7 +80,7 @@ impl Tool for WebExtract {
         let origin = target.origin().to_owned();
         let digest = Sha256::digest(url.as_bytes());
         let approval = Approval {
-            baseline: Policy::Prompt,
+            baseline: ApprovalPolicy::Prompt,
             risk: Risk::High,
             action: "fetch".into(),
             target: hex(&digest),

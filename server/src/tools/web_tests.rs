@@ -16,7 +16,7 @@ fn the_approval_shows_only_the_origin() {
     assert_eq!(a.preview, json!({"origin": "https://example.com:8443"}));
     assert_eq!(a.reason, "Fetch https://example.com:8443");
     assert_eq!(a.action, "fetch");
-    assert_eq!(a.baseline, Policy::Prompt);
+    assert_eq!(a.baseline, ApprovalPolicy::Prompt);
     assert_eq!(a.risk, Risk::High);
     assert_eq!(a.target.len(), 64);
     let shown = format!("{} {} {}", a.preview, a.reason, a.target);
