@@ -10,6 +10,7 @@ mod effects;
 mod helpers;
 mod history;
 mod isolation;
+mod mcp;
 mod openai;
 mod operations;
 mod protection;
