@@ -220,6 +220,10 @@ pub struct ServeArgs {
     /// Folders outside workspaces that file tools may read after approval (comma-separated).
     #[arg(long, env = "DEMIURGE_READ_ROOTS", value_delimiter = ',')]
     pub read_root: Vec<PathBuf>,
+    /// Destinations (CIDR, comma-separated) the URL policy would block but the
+    /// server operator allows for every outbound request (channel replies, …).
+    #[arg(long, env = "DEMIURGE_URL_ALLOW", value_delimiter = ',')]
+    pub url_allow: Vec<String>,
     /// Network of terminal commands: `on`, or `none` (no TCP; on a root server no network at all).
     #[arg(long, env = "DEMIURGE_TERMINAL_NETWORK", default_value = "on")]
     pub terminal_network: String,

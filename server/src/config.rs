@@ -233,6 +233,8 @@ pub struct Config {
     /// `--member-max-risk`: the approval policy of tenants that set none.
     pub default_tenant_policy: crate::policy::approval_authority::TenantPolicy,
     pub protection: ProtectionConfig,
+    /// `--url-allow`: destinations the URL policy would block but the operator allows.
+    pub url_allow: Vec<crate::policy::url_allow::Cidr>,
 }
 
 pub fn parse_duration(name: &str, s: &str) -> Result<Duration, ConfigError> {
@@ -394,7 +396,17 @@ impl Config {
                     serve.member_max_risk
                 ))
             })?;
+        let url_allow = serve
+            .url_allow
+            .iter()
+            .filter(|c| !c.trim().is_empty())
+            .map(|c| {
+                crate::policy::url_allow::Cidr::parse(c)
+                    .map_err(|e| ConfigError(format!("--url-allow {c:?}: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
+            url_allow,
             default_tenant_policy: crate::policy::approval_authority::TenantPolicy {
                 member_max_risk,
             },

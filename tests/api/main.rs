@@ -6,6 +6,7 @@
 mod apidoc;
 mod auth;
 mod authority;
+mod channels;
 mod effects;
 mod helpers;
 mod isolation;

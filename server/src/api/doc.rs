@@ -10,8 +10,8 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::{Event, EventType, SseEvent};
 use super::{
-    approvals, events, health, principals, search, sessions, stream, tasks, tenant_policy, tokens,
-    tools, turns,
+    approvals, channels, events, health, principals, search, sessions, stream, tasks,
+    tenant_policy, tokens, tools, turns,
 };
 
 #[derive(OpenApi)]
@@ -29,10 +29,13 @@ use super::{
         tokens::issue_token, tokens::revoke_tokens,
         principals::disable_principal, principals::enable_principal,
         tenant_policy::get_tenant_policy, tenant_policy::put_tenant_policy,
+        channels::create_account, channels::list_accounts, channels::get_account,
+        channels::delete_account, channels::list_pairings, channels::approve_pairing,
+        channels::webhook,
     ),
     components(schemas(ErrorBody, Event, EventType, SseEvent)),
     modifiers(&BearerAuth, &SharedResponses),
-    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "operations"))
+    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "channels"), (name = "operations"))
 )]
 pub struct ApiDoc;
 

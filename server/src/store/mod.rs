@@ -3,6 +3,7 @@
 //! statements; the few dialect differences live in the migrations.
 
 mod approvals;
+mod channels;
 mod events;
 mod messages;
 mod migrate;
@@ -21,6 +22,9 @@ use sqlx::{AnyPool, ConnectOptions, Executor};
 use tokio::sync::{Mutex, MutexGuard};
 
 pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification};
+pub use channels::{
+    CardRow, ChannelAccountRow, ConversationKey, ConversationRow, NewOutbox, OutboxRow, PairingRow,
+};
 pub use events::{EventRow, NewEvent, TurnFinish};
 pub use messages::MessageHit;
 pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
