@@ -195,7 +195,7 @@ impl Application {
             dispatcher: dispatcher.clone(),
             cores: cores.clone(),
             home: config.home.clone(),
-            url_allow: config.url_allow.clone(),
+            outbound: walls.outbound.clone(),
             shutdown: shutdown.clone(),
         })
         .context("set up chat channels")?;
@@ -365,6 +365,10 @@ fn build_walls(
         files: crate::policy::file_walls::FileWalls::new(home, config.read_roots.clone(), database),
         terminal_network: config.terminal_network,
         quota,
+        outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
+            allow: config.url_allow.clone(),
+            ..Default::default()
+        }),
     })
 }
 

@@ -9,6 +9,7 @@ mod authority;
 mod channels;
 mod effects;
 mod helpers;
+mod history;
 mod isolation;
 mod openai;
 mod operations;

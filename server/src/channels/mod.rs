@@ -42,7 +42,6 @@ use crate::dispatch::Dispatcher;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::ids::{CoreId, PrincipalId, SessionId, TenantId, TurnId};
-use crate::policy::url_allow::Cidr;
 use crate::store::{
     ChannelAccountRow, ConversationKey, ConversationRow, NewOutbox, NewSession, PairingRow, Store,
 };
@@ -65,7 +64,8 @@ pub struct ChannelDeps {
     pub dispatcher: Arc<Dispatcher>,
     pub cores: CoreRepository,
     pub home: PathBuf,
-    pub url_allow: Vec<Cidr>,
+    /// The one outbound client (URL policy, `--url-allow`, pinned DNS).
+    pub outbound: crate::net::Outbound,
     pub shutdown: CancellationToken,
 }
 
@@ -277,9 +277,9 @@ impl Channels {
         let outbox = Outbox::new(
             deps.store.clone(),
             key.clone(),
-            deps.url_allow,
+            deps.outbound,
             metrics.clone(),
-        )?;
+        );
         let relays = Relays::new(
             deps.store.clone(),
             deps.events,
@@ -987,7 +987,7 @@ impl Channels {
         let Ok(uuid) = uuid::Uuid::try_parse(approval_id) else {
             return Err(stale());
         };
-        let Some(d) = crate::dispatch::approvals::Decision::parse(decision.as_str()) else {
+        let Ok(d) = decision.as_str().parse::<crate::wire::Decision>() else {
             return Err(stale());
         };
         let id = uuid.as_hyphenated().to_string();

@@ -8,12 +8,12 @@
 //! send one twice; a stopped server leaves rows pending, and the next start
 //! delivers them.
 //!
-//! Requests to tenant-set URLs (an `api_base_url`, a webhook's
-//! `callback_url`) pass the URL policy first, unless every resolved
-//! address is inside `--url-allow`.
+//! Every request goes through the one outbound client ([`crate::net::Outbound`]):
+//! a tenant-set `api_base_url` or webhook `callback_url` is resolved, judged
+//! by the URL policy (or allowed by `--url-allow`) and pinned like any other
+//! tenant-driven request; redirects are not followed.
 
 use std::collections::{HashMap, HashSet};
-use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +21,10 @@ use std::time::Duration;
 use demiurge_channels::outbound::{self, ApprovalCard};
 use demiurge_channels::ChannelKind;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reqwest::header::{
+    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER,
+};
+use reqwest::Method;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -30,7 +33,7 @@ use super::account::{default_base, Credentials};
 use super::crypto::SealKey;
 use super::items::Item;
 use super::metrics::ChannelMetrics;
-use crate::policy::url_allow::{all_allowed, Cidr};
+use crate::net::{Limits, Outbound as Client, OutboundErrorKind, OutboundRequest};
 use crate::store::{CardRow, ChannelAccountRow, OutboxRow, Store};
 
 /// Rows read per pass.
@@ -92,47 +95,33 @@ pub struct Outbox {
 struct Inner {
     store: Store,
     key: SealKey,
-    client: reqwest::Client,
-    url_allow: Vec<Cidr>,
+    client: Client,
     limiter: DefaultKeyedRateLimiter<String>,
     notify: Notify,
     metrics: Arc<ChannelMetrics>,
 }
 
-/// An account ready to send: its row, platform and opened credentials.
+/// An account ready to send: its platform, opened credentials and base URL.
 struct Sender {
-    row: ChannelAccountRow,
     platform: ChannelKind,
     creds: Credentials,
     base: String,
 }
 
 impl Outbox {
-    pub fn new(
-        store: Store,
-        key: SealKey,
-        url_allow: Vec<Cidr>,
-        metrics: Arc<ChannelMetrics>,
-    ) -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(15))
-            .connect_timeout(Duration::from_secs(5))
-            // A redirect would leave the destination the URL policy judged.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+    pub fn new(store: Store, key: SealKey, client: Client, metrics: Arc<ChannelMetrics>) -> Self {
         let quota =
             Quota::per_second(NonZeroU32::new(PER_ACCOUNT_PER_SECOND).unwrap_or(NonZeroU32::MIN));
-        Ok(Self {
+        Self {
             inner: Arc::new(Inner {
                 store,
                 key,
                 client,
-                url_allow,
                 limiter: RateLimiter::keyed(quota),
                 notify: Notify::new(),
                 metrics,
             }),
-        })
+        }
     }
 
     /// Wake the worker: rows were just queued.
@@ -190,15 +179,6 @@ impl Outbox {
                 return;
             }
         };
-        // The URL policy, once per pass for this account's destination.
-        if let Err(reason) = self.egress_allowed(&sender).await {
-            for r in &rows {
-                let _ = inner.store.channel_outbox_failed(r.id, &reason).await;
-            }
-            let _ = inner.store.channel_record_error(&account_id, &reason).await;
-            inner.metrics.failed(sender.platform, rows.len() as u64);
-            return;
-        }
         let mut blocked: HashSet<String> = HashSet::new();
         for r in rows {
             if blocked.contains(&r.chat) {
@@ -308,35 +288,10 @@ impl Outbox {
             (_, None) => default_base(platform).to_owned(),
         };
         Some(Sender {
-            row,
             platform,
             creds,
             base,
         })
-    }
-
-    /// Tenant-set destinations pass the URL policy (or `--url-allow`).
-    async fn egress_allowed(&self, s: &Sender) -> Result<(), String> {
-        let tenant_set = s.row.api_base_url.is_some() || s.platform == ChannelKind::Webhook;
-        if !tenant_set {
-            return Ok(());
-        }
-        let verdict = crate::net::check_url(&s.base).await;
-        if verdict.allowed {
-            return Ok(());
-        }
-        let addrs: Vec<IpAddr> = verdict
-            .addresses
-            .iter()
-            .filter_map(|a| a.parse().ok())
-            .collect();
-        if all_allowed(&self.inner.url_allow, &addrs) {
-            return Ok(());
-        }
-        Err(format!(
-            "destination {} refused by the URL policy: {}",
-            verdict.origin, verdict.reason
-        ))
     }
 
     /// One platform request for `item`. `Ok(Some(ref))` names the message
@@ -349,8 +304,8 @@ impl Outbox {
     ) -> Result<Option<String>, SendError> {
         let chat = r.chat.as_str();
         let thread = r.thread.as_deref();
-        match (&s.creds, item) {
-            (Credentials::Telegram(c), _) => {
+        match &s.creds {
+            Credentials::Telegram(c) => {
                 let req = match item {
                     Item::Text { text, .. } => outbound::telegram::message(chat, thread, text),
                     Item::Approval {
@@ -380,9 +335,7 @@ impl Outbox {
                     }
                 };
                 let url = format!("{}/bot{}/{}", s.base, c.bot_token, req.method);
-                let body = self
-                    .post(self.inner.client.post(url).json(&req.body))
-                    .await?;
+                let body = self.call(Method::POST, url, None, &[], &req.body).await?;
                 if body.get("ok").and_then(Value::as_bool) != Some(true) {
                     return Err(SendError::Permanent(format!(
                         "telegram {}: {}",
@@ -397,7 +350,7 @@ impl Outbox {
                     other => other.to_string(),
                 }))
             }
-            (Credentials::Slack(c), _) => {
+            Credentials::Slack(c) => {
                 let req = match item {
                     Item::Text { text, .. } => outbound::slack::message(chat, thread, text),
                     Item::Approval {
@@ -425,14 +378,9 @@ impl Outbox {
                     Item::CallbackAnswer { .. } => return Ok(None),
                 };
                 let url = format!("{}/{}", s.base, req.method);
+                let auth = format!("Bearer {}", c.bot_token);
                 let body = self
-                    .post(
-                        self.inner
-                            .client
-                            .post(url)
-                            .bearer_auth(&c.bot_token)
-                            .json(&req.body),
-                    )
+                    .call(Method::POST, url, Some(&auth), &[], &req.body)
                     .await?;
                 if body.get("ok").and_then(Value::as_bool) != Some(true) {
                     let err = body
@@ -449,20 +397,22 @@ impl Outbox {
                 }
                 Ok(body.get("ts").and_then(Value::as_str).map(str::to_owned))
             }
-            (Credentials::Discord(c), _) => {
-                let client = &self.inner.client;
+            Credentials::Discord(c) => {
                 let bot = format!("Bot {}", c.bot_token);
                 let hook =
                     |handle: &str| format!("{}/webhooks/{}/{}", s.base, c.application_id, handle);
-                let (builder, handle) = match item {
+                let channel = format!("{}/channels/{chat}/messages", s.base);
+                // (method, url, bot auth?, body, interaction handle)
+                let (method, url, auth, body, handle) = match item {
                     Item::Text {
                         text,
                         handle: Some(h),
                         original: true,
                     } => (
-                        client
-                            .patch(format!("{}/messages/@original", hook(h)))
-                            .json(&json!({"content": text, "allowed_mentions": {"parse": []}})),
+                        Method::PATCH,
+                        format!("{}/messages/@original", hook(h)),
+                        None,
+                        json!({"content": text, "allowed_mentions": {"parse": []}}),
                         Some(h),
                     ),
                     Item::Text {
@@ -470,18 +420,19 @@ impl Outbox {
                         handle: Some(h),
                         ..
                     } => (
-                        client
-                            .post(hook(h))
-                            .json(&outbound::discord::message(text).body),
+                        Method::POST,
+                        hook(h),
+                        None,
+                        outbound::discord::message(text).body,
                         Some(h),
                     ),
                     Item::Text {
                         text, handle: None, ..
                     } => (
-                        client
-                            .post(format!("{}/channels/{chat}/messages", s.base))
-                            .header("authorization", &bot)
-                            .json(&outbound::discord::message(text).body),
+                        Method::POST,
+                        channel,
+                        Some(&bot),
+                        outbound::discord::message(text).body,
                         None,
                     ),
                     Item::Approval {
@@ -499,14 +450,8 @@ impl Outbox {
                         })
                         .body;
                         match handle {
-                            Some(h) => (client.post(hook(h)).json(&body), Some(h)),
-                            None => (
-                                client
-                                    .post(format!("{}/channels/{chat}/messages", s.base))
-                                    .header("authorization", &bot)
-                                    .json(&body),
-                                None,
-                            ),
+                            Some(h) => (Method::POST, hook(h), None, body, Some(h)),
+                            None => (Method::POST, channel, Some(&bot), body, None),
                         }
                     }
                     Item::Edit { approval_id, text } => {
@@ -514,33 +459,37 @@ impl Outbox {
                             return Ok(None);
                         };
                         let body = json!({"content": edited(&card.text, text), "components": []});
-                        let b = match card.message_ref.split_once('/') {
-                            Some((h, id)) => client
-                                .patch(format!("{}/messages/{id}", hook(h)))
-                                .json(&body),
-                            None => client
-                                .patch(format!(
-                                    "{}/channels/{chat}/messages/{}",
-                                    s.base, card.message_ref
-                                ))
-                                .header("authorization", &bot)
-                                .json(&body),
-                        };
-                        (b, None)
+                        match card.message_ref.split_once('/') {
+                            Some((h, id)) => (
+                                Method::PATCH,
+                                format!("{}/messages/{id}", hook(h)),
+                                None,
+                                body,
+                                None,
+                            ),
+                            None => (
+                                Method::PATCH,
+                                format!("{}/{}", channel, card.message_ref),
+                                Some(&bot),
+                                body,
+                                None,
+                            ),
+                        }
                     }
                     Item::CallbackAnswer { .. } => return Ok(None),
                 };
-                let body = self.post(builder).await?;
-                let id = body
+                let answer = self
+                    .call(method, url, auth.map(String::as_str), &[], &body)
+                    .await?;
+                Ok(answer
                     .get("id")
                     .and_then(Value::as_str)
                     .map(|id| match handle {
                         Some(h) => format!("{h}/{id}"),
                         None => id.to_owned(),
-                    });
-                Ok(id)
+                    }))
             }
-            (Credentials::Webhook(c), _) => {
+            Credentials::Webhook(c) => {
                 let body = match item {
                     Item::Text { text, .. } => {
                         json!({"type": "message", "conversation": chat, "text": text})
@@ -563,21 +512,20 @@ impl Outbox {
                             "choices": ["allow_once", "allow_session", "deny"]})
                     }
                     Item::Edit { approval_id, text } => {
-                        json!({"type": "approval.decided", "conversation": chat, "approval_id": approval_id, "text": text})
+                        json!({"type": "approval.decided", "conversation": chat,
+                            "approval_id": approval_id, "text": text})
                     }
                     Item::CallbackAnswer { .. } => return Ok(None),
                 };
-                let bytes =
-                    serde_json::to_vec(&body).map_err(|e| SendError::Permanent(e.to_string()))?;
-                let sig = demiurge_channels::verify::webhook_signature(&c.secret, &bytes)
+                let bytes = body.to_string();
+                let sig = demiurge_channels::verify::webhook_signature(&c.secret, bytes.as_bytes())
                     .map_err(|e| SendError::Permanent(e.to_string()))?;
-                self.post(
-                    self.inner
-                        .client
-                        .post(&c.callback_url)
-                        .header("content-type", "application/json")
-                        .header("x-demiurge-signature", sig)
-                        .body(bytes),
+                self.call(
+                    Method::POST,
+                    c.callback_url.clone(),
+                    None,
+                    &[("x-demiurge-signature", sig)],
+                    &body,
                 )
                 .await?;
                 Ok(matches!(item, Item::Approval { .. }).then(|| "webhook".to_owned()))
@@ -595,22 +543,66 @@ impl Outbox {
                 error: format!("database: {e}"),
             })
     }
-
-    /// Send and classify the answer; the JSON body on success.
-    async fn post(&self, req: reqwest::RequestBuilder) -> Result<Value, SendError> {
-        let resp = req.send().await.map_err(|e| SendError::Retry {
-            after: Duration::ZERO,
-            // Without the URL: a Telegram URL carries the bot token.
-            error: format!("request failed: {}", e.without_url()),
-        })?;
-        let status = resp.status();
-        let headers: HeaderMap = resp.headers().clone();
-        let bytes = resp.bytes().await.unwrap_or_default();
-        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    /// One request through the outbound client; the JSON answer on success.
+    async fn call(
+        &self,
+        method: Method,
+        url: String,
+        auth: Option<&str>,
+        extra: &[(&'static str, String)],
+        body: &Value,
+    ) -> Result<Value, SendError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(a) = auth {
+            let v = HeaderValue::from_str(a)
+                .map_err(|_| SendError::Permanent("credentials unusable in a header".into()))?;
+            headers.insert(AUTHORIZATION, v);
+        }
+        for (k, v) in extra {
+            if let Ok(v) = HeaderValue::from_str(v) {
+                headers.insert(HeaderName::from_static(k), v);
+            }
+        }
+        let request = OutboundRequest {
+            method,
+            url,
+            headers,
+            // Exactly these bytes: a webhook's signature covers them.
+            body: Some(body.to_string().into_bytes()),
+            limits: Limits {
+                timeout: Duration::from_secs(15),
+                max_bytes: 256 * 1024,
+                // A platform API answers; it does not send us elsewhere.
+                max_redirects: 0,
+            },
+        };
+        let resp = match self.inner.client.send(request).await {
+            Ok(r) => r,
+            Err(e) => {
+                return Err(match e.kind {
+                    OutboundErrorKind::Blocked(v) => SendError::Permanent(format!(
+                        "destination {} refused by the URL policy: {}",
+                        v.origin, v.reason
+                    )),
+                    OutboundErrorKind::TooManyRedirects(_) | OutboundErrorKind::BadRedirect => {
+                        SendError::Permanent("the platform answered with a redirect".into())
+                    }
+                    // Never carries the URL (a Telegram URL holds the bot token).
+                    other => SendError::Retry {
+                        after: Duration::ZERO,
+                        error: format!("request failed: {other}"),
+                    },
+                });
+            }
+        };
+        let status = reqwest::StatusCode::from_u16(resp.status)
+            .unwrap_or(reqwest::StatusCode::INTERNAL_SERVER_ERROR);
+        let answer: Value = serde_json::from_slice(&resp.body).unwrap_or(Value::Null);
         if status.as_u16() == 429 {
             let after = retry_after(
-                headers.get(RETRY_AFTER).and_then(|h| h.to_str().ok()),
-                &body,
+                resp.headers.get(RETRY_AFTER).and_then(|h| h.to_str().ok()),
+                &answer,
             );
             return Err(SendError::Retry {
                 after,
@@ -624,17 +616,17 @@ impl Outbox {
             });
         }
         if !status.is_success() {
-            let why = body
+            let why = answer
                 .get("description")
-                .or_else(|| body.get("message"))
-                .or_else(|| body.get("error"))
+                .or_else(|| answer.get("message"))
+                .or_else(|| answer.get("error"))
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             return Err(SendError::Permanent(format!(
                 "platform answered {status} {why}"
             )));
         }
-        Ok(body)
+        Ok(answer)
     }
 }
 

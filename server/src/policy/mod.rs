@@ -9,6 +9,5 @@ pub mod command_guard;
 pub mod file_walls;
 pub mod json_schema;
 pub(crate) mod shell;
-pub mod url_allow;
 pub mod url_policy;
 pub mod workspace;

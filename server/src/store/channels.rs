@@ -801,8 +801,9 @@ impl Store {
 
     /// The running turn of a session, if any.
     pub async fn running_turn_of(&self, session_id: &str) -> Result<Option<String>, sqlx::Error> {
-        let row = sqlx::query("SELECT id FROM turns WHERE session_id = $1 AND status = 'running'")
+        let row = sqlx::query("SELECT id FROM turns WHERE session_id = $1 AND status = $2")
             .bind(session_id)
+            .bind(crate::wire::TurnStatus::Running.as_str())
             .fetch_optional(self.pool())
             .await?;
         row.map(|r| r.try_get(0)).transpose()
@@ -814,10 +815,11 @@ impl Store {
         session_id: &str,
     ) -> Result<Option<String>, sqlx::Error> {
         let row = sqlx::query(
-            "SELECT id FROM clarifications WHERE session_id = $1 AND state = 'pending' \
+            "SELECT id FROM clarifications WHERE session_id = $1 AND state = $2 \
              ORDER BY created_at LIMIT 1",
         )
         .bind(session_id)
+        .bind(crate::wire::ClarificationState::Pending.as_str())
         .fetch_optional(self.pool())
         .await?;
         row.map(|r| r.try_get(0)).transpose()
