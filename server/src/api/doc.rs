@@ -10,7 +10,7 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::{Event, EventType, SseEvent};
 use super::{
-    approvals, channels, events, health, principals, search, sessions, stream, tasks,
+    approvals, channels, cores, events, health, principals, search, sessions, stream, tasks,
     tenant_policy, tokens, tools, turns,
 };
 
@@ -32,10 +32,12 @@ use super::{
         channels::create_account, channels::list_accounts, channels::get_account,
         channels::delete_account, channels::list_pairings, channels::approve_pairing,
         channels::webhook,
+        cores::list_cores, cores::get_core, cores::get_core_file, cores::put_core_file,
+        cores::delete_core_file, cores::list_core_versions, cores::diff_core,
     ),
     components(schemas(ErrorBody, Event, EventType, SseEvent)),
     modifiers(&BearerAuth, &SharedResponses),
-    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "channels"), (name = "operations"))
+    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "channels"), (name = "cores"), (name = "operations"))
 )]
 pub struct ApiDoc;
 
@@ -152,8 +154,26 @@ impl Modify for SharedResponses {
     }
 }
 
-/// What utoipa cannot express: the SSE frame's `data` is JSON of the `Event` schema.
+/// What utoipa cannot express: the SSE frame's `data` is JSON of the
+/// `Event` schema; a core file path's pattern (a `const`, not a literal).
 fn patch(doc: &mut Value) {
+    if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
+        for (path, item) in paths.iter_mut() {
+            if !path.starts_with("/v1/cores/") || !path.ends_with("/files/{path}") {
+                continue;
+            }
+            for op in ["get", "put", "delete"] {
+                let Some(params) = item.pointer_mut(&format!("/{op}/parameters")) else {
+                    continue;
+                };
+                for p in params.as_array_mut().into_iter().flatten() {
+                    if p["name"] == "path" {
+                        p["schema"]["pattern"] = json!(cores::FILE_PATTERN);
+                    }
+                }
+            }
+        }
+    }
     if let Some(data) = doc.pointer_mut("/components/schemas/SseEvent/properties/data") {
         data["contentSchema"] = json!({"$ref": "#/components/schemas/Event"});
     }
