@@ -27,6 +27,11 @@
 //!   execute step, and the host services it may use (no adapter imports `dispatch`).
 //! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment, sandbox.
 //! - [`tasks`]: durable background tasks and their logs.
+//! - [`channels`]: chat channels (Telegram, Slack, Discord, signed webhooks):
+//!   accounts with sealed credentials, verified webhooks with a durable
+//!   inbox, conversations bound to sessions, approvals in the chat, and the
+//!   relay and outbox that carry replies back (platform wire rules live in
+//!   the `demiurge-channels` crate).
 //! - [`history`]: session history search: reach (own sessions, a channel's
 //!   bound session, an operator's audited tenant-wide search), the three modes,
 //!   full-text query words; its SQL (FTS5 / tsvector) is in `store`.
@@ -55,6 +60,7 @@ pub mod app;
 pub mod auth;
 pub mod bootstrap;
 pub mod catalog;
+pub mod channels;
 pub mod cli;
 pub mod config;
 pub mod core;

@@ -6,6 +6,7 @@
 mod apidoc;
 mod auth;
 mod authority;
+mod channels;
 mod cores;
 mod effects;
 mod helpers;
