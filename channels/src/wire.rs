@@ -213,14 +213,21 @@ pub fn slack_event(body: &[u8]) -> Result<Inbound, PayloadError> {
             let (Some(user), Some(text), Some(channel)) = (ev.user, ev.text, ev.channel) else {
                 return Ok(Inbound::Ignored("message without user, text or channel"));
             };
+            let direct = ev.channel_type.as_deref() == Some("im");
             Ok(Inbound::Message(Message {
                 event_id,
                 user,
                 conversation: Conversation {
                     chat: channel,
-                    // Replies go to the thread the message started or belongs to.
-                    thread: ev.thread_ts.or(ev.ts),
-                    group: ev.channel_type.as_deref() != Some("im"),
+                    // In a channel, replies go to the thread the message
+                    // started or belongs to; a direct chat is one
+                    // conversation unless the user opened a thread.
+                    thread: if direct {
+                        ev.thread_ts
+                    } else {
+                        ev.thread_ts.or(ev.ts)
+                    },
+                    group: !direct,
                 },
                 text,
                 reply_handle: None,

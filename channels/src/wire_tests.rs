@@ -107,6 +107,14 @@ fn slack_url_verification_and_messages() {
             group: false
         }
     );
+    let dm = br#"{"type":"event_callback","event_id":"Ev6","event":{"type":"message","channel":"D1","channel_type":"im","user":"U1","text":"hi","ts":"3.0"}}"#;
+    let Inbound::Message(m) = slack_event(dm).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        m.conversation.thread, None,
+        "a direct chat is one conversation"
+    );
     for ignored in [
         &br#"{"type":"event_callback","event_id":"Ev3","event":{"type":"message","subtype":"message_changed","channel":"C1"}}"#[..],
         br#"{"type":"event_callback","event_id":"Ev4","event":{"type":"message","bot_id":"B1","user":"U1","text":"x","channel":"C1","ts":"1"}}"#,

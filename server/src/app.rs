@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{RateLimits, Revocations, TokenService};
+use crate::channels::Channels;
 use crate::config::Config;
 use crate::core::repository::CoreRepository;
 use crate::dispatch::Dispatcher;
@@ -25,6 +26,8 @@ pub struct App {
     pub metrics: Arc<Metrics>,
     pub dispatcher: Arc<Dispatcher>,
     pub cores: CoreRepository,
+    /// Chat channel accounts, webhooks and the outbox.
+    pub channels: Channels,
     /// Fired once on SIGTERM/SIGINT: streams close, turns cancel.
     pub shutdown: CancellationToken,
 }

@@ -18,6 +18,8 @@
 //! - [`turn`]: turn execution, model providers and the model/tool loop.
 //! - [`core`]: Agent Cores: manifests, loading, the per-tenant agents tree.
 //! - [`catalog`]: the per-turn resolved tool catalog.
+//! - [`mcp`]: MCP server declarations (`agent/mcp/<server>.yaml`): validation,
+//!   tool filter and names, fingerprints, and each server's state.
 //! - [`dispatch`]: the one path from a tool call to a result: checks, every
 //!   approval, the adapter, typed status, redaction. The only caller of approvals
 //!   ([`dispatch::approvals`], with the approver's argument preview).
@@ -26,6 +28,11 @@
 //!   execute step, and the host services it may use (no adapter imports `dispatch`).
 //! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment, sandbox.
 //! - [`tasks`]: durable background tasks and their logs.
+//! - [`channels`]: chat channels (Telegram, Slack, Discord, signed webhooks):
+//!   accounts with sealed credentials, verified webhooks with a durable
+//!   inbox, conversations bound to sessions, approvals in the chat, and the
+//!   relay and outbox that carry replies back (platform wire rules live in
+//!   the `demiurge-channels` crate).
 //! - [`history`]: session history search: reach (own sessions, a channel's
 //!   bound session, an operator's audited tenant-wide search), the three modes,
 //!   full-text query words; its SQL (FTS5 / tsvector) is in `store`.
@@ -57,6 +64,7 @@ pub mod app;
 pub mod auth;
 pub mod bootstrap;
 pub mod catalog;
+pub mod channels;
 pub mod cli;
 pub mod config;
 pub mod core;
@@ -67,6 +75,7 @@ pub mod exec;
 pub mod history;
 pub mod home;
 pub mod ids;
+pub mod mcp;
 pub mod metrics;
 pub mod net;
 pub mod paths;

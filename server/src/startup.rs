@@ -187,7 +187,20 @@ impl Application {
         let listener = TcpListener::bind(config.bind)
             .await
             .with_context(|| format!("bind {}", config.bind))?;
+        let shutdown = CancellationToken::new();
+        let channels = crate::channels::Channels::new(crate::channels::ChannelDeps {
+            store: store.clone(),
+            events: events.clone(),
+            turns: turns.clone(),
+            dispatcher: dispatcher.clone(),
+            cores: cores.clone(),
+            home: config.home.clone(),
+            outbound: walls.outbound.clone(),
+            shutdown: shutdown.clone(),
+        })
+        .context("set up chat channels")?;
         let app = Arc::new(App {
+            channels,
             limits: RateLimits::new(&config.rate_limit),
             config,
             store,
@@ -198,7 +211,7 @@ impl Application {
             metrics,
             dispatcher,
             cores,
-            shutdown: CancellationToken::new(),
+            shutdown,
         });
         Ok(Self {
             listener,
@@ -244,6 +257,11 @@ impl Application {
             app.store.clone(),
             app.shutdown.clone(),
         ));
+        // Replies a previous run left undelivered, deliveries it left unhandled.
+        app.channels
+            .start()
+            .await
+            .context("start chat channel delivery")?;
         // Orphans of tenants' commands are reaped here, not left to init.
         crate::exec::reaper::start(app.shutdown.clone());
         let router = crate::api::router(app.clone());

@@ -6,11 +6,13 @@
 mod apidoc;
 mod auth;
 mod authority;
+mod channels;
 mod cores;
 mod effects;
 mod helpers;
 mod history;
 mod isolation;
+mod mcp;
 mod openai;
 mod operations;
 mod protection;
@@ -20,3 +22,4 @@ mod tasks;
 mod terminal;
 mod tokens;
 mod turns;
+mod web;

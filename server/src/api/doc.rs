@@ -10,8 +10,8 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::SseEvent;
 use super::{
-    approvals, cores, events, health, principals, search, sessions, stream, tasks, tenant_policy,
-    tokens, tools, turns,
+    approvals, channels, cores, events, health, principals, search, sessions, stream, tasks,
+    tenant_policy, tokens, tools, turns,
 };
 use crate::wire::events::{Event, EventPayload};
 
@@ -30,12 +30,15 @@ use crate::wire::events::{Event, EventPayload};
         tokens::issue_token, tokens::revoke_tokens,
         principals::list_principals, principals::disable_principal, principals::enable_principal,
         tenant_policy::get_tenant_policy, tenant_policy::put_tenant_policy,
+        channels::create_account, channels::list_accounts, channels::get_account,
+        channels::delete_account, channels::list_pairings, channels::approve_pairing,
+        channels::webhook,
         cores::list_cores, cores::get_core, cores::get_core_file, cores::put_core_file,
         cores::delete_core_file, cores::list_core_versions, cores::diff_core,
     ),
     components(schemas(ErrorBody, Event, EventPayload, SseEvent)),
     modifiers(&BearerAuth, &SharedResponses),
-    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "cores"), (name = "operations"))
+    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "channels"), (name = "cores"), (name = "operations"))
 )]
 pub struct ApiDoc;
 

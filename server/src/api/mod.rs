@@ -2,6 +2,7 @@
 //! [`router`] assembles every route; [`ApiDoc`] lists them for OpenAPI.
 
 pub mod approvals;
+pub mod channels;
 pub mod console;
 pub mod cores;
 pub mod doc;
@@ -86,6 +87,18 @@ pub fn router(app: SharedApp) -> Router {
         .route("/v1/cores/{core}/versions", get(cores::list_core_versions))
         .route("/v1/cores/{core}/diff", get(cores::diff_core))
         .route(
+            "/v1/channels/accounts",
+            post(channels::create_account).get(channels::list_accounts),
+        )
+        .route(
+            "/v1/channels/accounts/{id}",
+            get(channels::get_account).delete(channels::delete_account),
+        )
+        .route(
+            "/v1/channels/accounts/{id}/pairings",
+            get(channels::list_pairings).post(channels::approve_pairing),
+        )
+        .route(
             "/v1/tenant/policy",
             get(tenant_policy::get_tenant_policy).put(tenant_policy::put_tenant_policy),
         )
@@ -96,6 +109,14 @@ pub fn router(app: SharedApp) -> Router {
     let streams = Router::new()
         .route("/v1/sessions/{id}/events", get(events::session_events))
         .route("/v1/sessions/{id}/stream", get(stream::session_stream));
+    // Platforms call from a few addresses at high rates: their webhooks are
+    // verified by signature and kept out of the per-address limit.
+    let webhooks = Router::new()
+        .route("/v1/channels/{platform}/{account}", post(channels::webhook))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            timeout,
+        ));
     let limited = rest
         .merge(streams)
         .layer(middleware::from_fn_with_state(app.clone(), ip_rate_limit));
@@ -110,6 +131,7 @@ pub fn router(app: SharedApp) -> Router {
         .route("/console", get(console::console))
         .route("/console/{file}", get(console::console_asset))
         .merge(limited)
+        .merge(webhooks)
         .merge(docs)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -268,6 +268,7 @@ impl Dispatcher {
             "skill_view" => self.drive::<skills::SkillView>(&env).await,
             "clarify" => self.drive::<tools_clarify::Clarify>(&env).await,
             "tools_list" => self.drive::<crate::tools::ToolsList>(&env).await,
+            "web_extract" => self.drive::<crate::tools::web::WebExtract>(&env).await,
             other => ToolOutcome::error(
                 ToolStatus::NotFound,
                 format!("tool not found or not allowed: {other}"),

@@ -72,6 +72,12 @@ const MIGRATIONS: &[Embedded] = &[
         postgres: include_str!("../../../migrations/postgres/0005_tenant_policy.sql"),
     },
     Embedded {
+        version: 30,
+        name: "channels",
+        sqlite: include_str!("../../../migrations/sqlite/0030_channels.sql"),
+        postgres: include_str!("../../../migrations/postgres/0030_channels.sql"),
+    },
+    Embedded {
         version: 40,
         name: "history_search",
         sqlite: include_str!("../../../migrations/sqlite/0040_history_search.sql"),

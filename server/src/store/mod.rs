@@ -3,6 +3,7 @@
 //! statements; the few dialect differences live in the migrations.
 
 mod approvals;
+mod channels;
 mod events;
 mod history;
 mod messages;
@@ -23,6 +24,9 @@ use tokio::sync::{Mutex, MutexGuard};
 
 pub use crate::wire::TurnStatus;
 pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification};
+pub use channels::{
+    CardRow, ChannelAccountRow, ConversationKey, ConversationRow, NewOutbox, OutboxRow, PairingRow,
+};
 pub use events::{EventRow, NewEvent, TurnFinish};
 pub use history::AuditRow;
 pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
