@@ -66,6 +66,13 @@ macro_rules! name_id {
             }
         }
 
+        impl std::str::FromStr for $name {
+            type Err = IdError;
+            fn from_str(s: &str) -> Result<Self, IdError> {
+                Self::parse(s)
+            }
+        }
+
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let s = String::deserialize(d)?;
@@ -109,6 +116,13 @@ macro_rules! uuid_id {
                     kind: $kind,
                     reason: format!("{:?} is not a UUID", truncate(s)),
                 })
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = IdError;
+            fn from_str(s: &str) -> Result<Self, IdError> {
+                Self::parse(s)
             }
         }
 

@@ -18,6 +18,8 @@
 //! - [`turn`]: turn execution, model providers and the model/tool loop.
 //! - [`core`]: Agent Cores: manifests, loading, the per-tenant agents tree.
 //! - [`catalog`]: the per-turn resolved tool catalog.
+//! - [`mcp`]: MCP server declarations (`agent/mcp/<server>.yaml`): validation,
+//!   tool filter and names, fingerprints, and each server's state.
 //! - [`dispatch`]: the one path from a tool call to a result: checks, every
 //!   approval, the adapter, typed status, redaction. The only caller of approvals.
 //! - [`tools`]: built-in tool adapters, and [`tools::contract`], what every tool is
@@ -69,6 +71,7 @@ pub mod exec;
 pub mod history;
 pub mod home;
 pub mod ids;
+pub mod mcp;
 pub mod metrics;
 pub mod net;
 pub mod paths;

@@ -206,8 +206,43 @@ async fn the_openapi_document_places_parameters_and_lists_every_status() {
     let data = &doc["components"]["schemas"]["SseEvent"]["properties"]["data"];
     assert_eq!(data["contentMediaType"], "application/json");
     assert_eq!(data["contentSchema"]["$ref"], "#/components/schemas/Event");
-    let kinds = &doc["components"]["schemas"]["EventType"]["enum"];
-    assert!(kinds.as_array().unwrap().contains(&json!("tool.result")));
+    // Each event type is one tagged alternative whose `data` has its own schema.
+    let schemas = &doc["components"]["schemas"];
+    let mut kinds: Vec<&Value> = Vec::new();
+    for alt in schemas["EventPayload"]["oneOf"].as_array().unwrap() {
+        kinds.push(&alt["properties"]["type"]["enum"][0]);
+        // Each payload has its own schema (no clash with an API body's name).
+        let name = alt["properties"]["data"]["$ref"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("#/components/schemas/");
+        assert!(name.starts_with("events."), "{name}");
+        assert!(schemas.get(name).is_some(), "{name} is missing");
+    }
+    assert_eq!(
+        schemas["events.TurnStarted"]["required"],
+        json!(["input"]),
+        "turn.started carries the input"
+    );
+    for kind in [
+        "turn.started",
+        "message",
+        "tool.call",
+        "tool.output",
+        "tool.result",
+        "approval.requested",
+        "approval.resolved",
+        "clarify.requested",
+        "clarify.answered",
+        "task.updated",
+        "turn.completed",
+        "turn.failed",
+        "turn.cancelled",
+    ] {
+        assert!(kinds.contains(&&json!(kind)), "no schema for {kind}");
+    }
+    let result = &schemas["events.ToolResult"]["properties"]["status"];
+    assert_eq!(result["$ref"], "#/components/schemas/ToolStatus");
     // The WebSocket route documents its handshake and its refusals.
     let ws = op("/v1/sessions/{id}/stream", "get");
     for status in ["101", "400", "401", "429"] {

@@ -282,6 +282,36 @@ test("load to interactive, signed in with a session open (median of 5 reloads)",
   await page.getByRole("textbox", { name: "Message" }).waitFor();
 });
 
+test("cores: a breaking edit is refused with the loader's error, a good one is a new version", async () => {
+  await page.getByRole("link", { name: "Cores" }).click();
+  await page.getByRole("heading", { name: "Cores", exact: true }).waitFor();
+  await page.getByRole("navigation", { name: "Core list" }).getByRole("link", { name: "assistant" }).click();
+  await page.getByRole("heading", { name: "Core assistant" }).waitFor();
+  await page.getByRole("button", { name: "Open agent.yaml" }).click();
+  const box = page.getByRole("textbox", { name: "Contents of agent.yaml" });
+  await box.waitFor();
+  const original = await box.inputValue();
+  assert.match(original, /schema_version: 1/);
+  const versionsBefore = await page.locator("#core-versions li").count();
+  // Breaking: refused, nothing committed.
+  await box.fill("schema_version: [\n");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByRole("alert").filter({ hasText: "Not saved" }).waitFor();
+  assert.equal(await page.locator("#core-versions li").count(), versionsBefore);
+  // A harmless edit with a message: a new version by this principal.
+  await box.fill(original + "# edited from the console\n");
+  await page.getByRole("textbox", { name: "Commit message" }).fill("console edit");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByRole("status").filter({ hasText: "Saved agent.yaml" }).waitFor();
+  await page.locator("#core-versions li").filter({ hasText: "console edit" }).filter({ hasText: "console-e2e" }).waitFor();
+  await page.getByRole("button", { name: "Show last change" }).click();
+  await page.getByLabel("Last change").getByText("+# edited from the console").waitFor();
+  await shot("12-cores");
+  // The file reads back as saved.
+  await page.getByRole("button", { name: "Open agent.yaml" }).click();
+  assert.ok((await box.inputValue()).endsWith("# edited from the console\n"));
+});
+
 test("admin: issue a token, revoke it, disable and enable a principal", async () => {
   assert.ok(ADMIN_TOKEN, "CONSOLE_ADMIN_TOKEN must be set (use scripts/console-e2e)");
   // The operator signed in so far has no Principals view.

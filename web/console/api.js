@@ -40,6 +40,22 @@ export async function api(method, path, body) {
 }
 
 /**
+ * A text request (core files are raw text both ways); throws ApiError with
+ * the server's envelope on 4xx/5xx. Returns the response text.
+ */
+export async function apiText(method, path, text) {
+  const headers = { Authorization: "Bearer " + auth.token };
+  if (text !== undefined) headers["Content-Type"] = "text/plain; charset=utf-8";
+  const r = await fetch(path, { method, headers, body: text });
+  if (!r.ok) {
+    const data = await r.json().catch(() => null);
+    const e = (data && data.error) || {};
+    throw new ApiError(r.status, e.code || "http_" + r.status, e.message || r.statusText);
+  }
+  return r.text();
+}
+
+/**
  * Follow a session's events from `after` on, reconnecting with the last seen
  * seq; every event is delivered once, in order (duplicates dropped by seq).
  * Returns a function that stops following.

@@ -1,6 +1,6 @@
 // The operator console: sign in, sessions, the live session view with tool
 // cards, approvals and questions, the approvals inbox, tasks and tools.
-import { api, auth, follow, ApiError } from "/console/api.js";
+import { api, apiText, auth, follow, ApiError } from "/console/api.js";
 import { h, markdown, pretty, countdown, time, badge, riskBadge } from "/console/render.js";
 
 const $ = (id) => document.getElementById(id);
@@ -14,6 +14,8 @@ const state = {
   stop: null, // stops the event stream
   live: null, // per-session render state
   poll: null,
+  core: null, // open core id (Cores view)
+  coreFile: null, // open core file path
 };
 
 // ---------------------------------------------------------------- helpers
@@ -202,20 +204,24 @@ function route() {
   else if (parts[0] === "tasks") view = "tasks";
   else if (parts[0] === "tools") view = "tools";
   else if (parts[0] === "principals") view = "principals";
+  else if (parts[0] === "cores") {
+    view = "cores";
+    state.core = parts[1] ? decodeURIComponent(parts[1]) : state.core || null;
+  }
   else if (state.current) view = "session";
   show(view);
 }
 
 function show(view) {
   state.view = view;
-  for (const v of ["empty", "session", "approvals", "tasks", "tools", "principals"]) $("view-" + v).hidden = v !== view;
+  for (const v of ["empty", "session", "approvals", "tasks", "tools", "principals", "cores"]) $("view-" + v).hidden = v !== view;
   if (view === "session" && !state.current) $("view-empty").hidden = false;
   const base = state.current ? "#/s/" + state.current : "#/";
   $("nav-session").href = base;
   $("nav-tasks").href = state.current ? base + "/tasks" : "#/tasks";
   $("nav-tools").href = state.current ? base + "/tools" : "#/tools";
-  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools", principals: "nav-principals" };
-  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools", "nav-principals"]) {
+  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools", principals: "nav-principals", cores: "nav-cores" };
+  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools", "nav-principals", "nav-cores"]) {
     if (navFor[view] === id) $(id).setAttribute("aria-current", "page");
     else $(id).removeAttribute("aria-current");
   }
@@ -225,6 +231,7 @@ function show(view) {
   else if (view === "tasks") poll(loadTasks);
   else if (view === "tools") loadTools();
   else if (view === "principals") loadPrincipals();
+  else if (view === "cores") loadCores();
 }
 
 function poll(fn) {
@@ -712,7 +719,8 @@ async function loadPrincipals() {
     say($("principals-status"), e instanceof ApiError && e.status === 403 ? "Managing principals needs the admin role." : errorText(e), true);
     return;
   }
-  say($("principals-status"), "");
+  // Keep the last action's message; clear only a previous load error.
+  if ($("principals-status").classList.contains("error")) say($("principals-status"), "");
   const me = claims().sub;
   body.replaceChildren(...r.principals.map((p) => principalRow(p, p.principal === me)));
   if (!r.principals.length) body.append(h("tr", null, h("td.muted", { colspan: "5", text: "No principals yet." })));
@@ -770,6 +778,146 @@ async function issueToken() {
   } catch (e) {
     $("issued").hidden = true;
     say($("issue-status"), errorText(e), true);
+  }
+}
+
+// ---------------------------------------------------------------- cores
+
+const enc = (p) => p.split("/").map(encodeURIComponent).join("/");
+
+async function loadCores() {
+  const list = $("cores-list");
+  let r;
+  try {
+    r = await api("GET", "/v1/cores");
+  } catch (e) {
+    list.replaceChildren(h("li.error", { text: errorText(e) }));
+    return;
+  }
+  list.replaceChildren(
+    ...r.cores.map((c) =>
+      h(
+        "li",
+        { dataset: { core: c.id } },
+        h("a", { href: "#/cores/" + encodeURIComponent(c.id), text: c.id, "aria-current": c.id === state.core ? "page" : null }),
+        " ",
+        badge(c.loads ? "loads" : "broken"),
+      ),
+    ),
+  );
+  if (!r.cores.length) list.append(h("li.muted", { text: "No cores." }));
+  if (state.core) openCore(state.core);
+  else $("core-detail").hidden = true;
+}
+
+async function openCore(id) {
+  let c;
+  try {
+    c = await api("GET", "/v1/cores/" + encodeURIComponent(id));
+  } catch (e) {
+    $("core-detail").hidden = false;
+    $("core-h").textContent = id;
+    say($("core-meta"), errorText(e), true);
+    return;
+  }
+  $("core-detail").hidden = false;
+  $("core-h").textContent = "Core " + c.id;
+  const rev = c.revision ? "revision " + c.revision.slice(0, 12) : "no revision";
+  say($("core-meta"), c.loads ? `${rev} · ${c.tools.length} tools${c.summary ? " · " + c.summary : ""}` : `${rev} · does not load: ${c.error}`, !c.loads);
+  $("core-files").replaceChildren(
+    ...c.files.map((f) =>
+      h(
+        "li",
+        null,
+        h("button", {
+          type: "button",
+          class: "link" + (f.path === state.coreFile ? " current" : ""),
+          text: f.path,
+          "aria-label": "Open " + f.path,
+          onclick: () => openCoreFile(c.id, f.path),
+        }),
+        h("span.muted.small", { text: " " + f.bytes + " B" }),
+      ),
+    ),
+  );
+  $("core-diff-btn").disabled = !c.previous;
+  $("core-diff").hidden = true;
+  loadVersions(c.id);
+}
+
+async function loadVersions(id) {
+  try {
+    const r = await api("GET", "/v1/cores/" + encodeURIComponent(id) + "/versions?limit=20");
+    $("core-versions").replaceChildren(
+      ...r.versions.map((v) =>
+        h(
+          "li",
+          null,
+          h("code", { text: v.revision.slice(0, 12) }),
+          " ",
+          h("span", { text: v.message }),
+          h("span.muted.small", { text: ` · ${v.author} · ${time(v.at)}` }),
+        ),
+      ),
+    );
+  } catch (e) {
+    $("core-versions").replaceChildren(h("li.error", { text: errorText(e) }));
+  }
+}
+
+async function openCoreFile(id, path) {
+  state.coreFile = path;
+  say($("core-error"), "");
+  say($("core-status"), "");
+  try {
+    const text = await apiText("GET", `/v1/cores/${encodeURIComponent(id)}/files/${enc(path)}`);
+    $("core-editor").hidden = false;
+    $("core-file-label").textContent = "Contents of " + path;
+    $("core-file-text").value = text;
+    $("core-editor").dataset.core = id;
+    $("core-editor").dataset.path = path;
+    $("core-file-text").focus();
+  } catch (e) {
+    say($("core-error"), errorText(e), true);
+  }
+}
+
+async function saveCoreFile() {
+  const { core, path } = $("core-editor").dataset;
+  if (!core || !path) return;
+  say($("core-error"), "");
+  say($("core-status"), "Saving…");
+  $("core-save").disabled = true;
+  const msg = $("core-message").value.trim();
+  try {
+    const q = msg ? "?" + new URLSearchParams({ message: msg }) : "";
+    await apiText("PUT", `/v1/cores/${encodeURIComponent(core)}/files/${enc(path)}${q}`, $("core-file-text").value);
+    say($("core-status"), `Saved ${path} as a new revision.`);
+    $("core-message").value = "";
+    openCore(core);
+  } catch (e) {
+    say($("core-status"), "");
+    say($("core-error"), e instanceof ApiError && e.status === 422 ? "Not saved: the core would no longer load. " + e.message : errorText(e), true);
+  } finally {
+    $("core-save").disabled = false;
+  }
+}
+
+async function showCoreDiff() {
+  const core = state.core;
+  if (!core) return;
+  try {
+    const d = await api("GET", `/v1/cores/${encodeURIComponent(core)}/diff?` + new URLSearchParams({ from: "previous", to: "live" }));
+    const pre = $("core-diff");
+    pre.replaceChildren(
+      ...d.diff.split("\n").map((l) =>
+        h("span", { class: l.startsWith("+") && !l.startsWith("+++") ? "add" : l.startsWith("-") && !l.startsWith("---") ? "del" : "", text: l + "\n" }),
+      ),
+    );
+    if (!d.diff) pre.textContent = "(no change in this core)";
+    pre.hidden = false;
+  } catch (e) {
+    say($("core-error"), errorText(e), true);
   }
 }
 
@@ -879,6 +1027,11 @@ function init() {
     }
   });
   $("signout").addEventListener("click", signOut);
+  $("core-editor").addEventListener("submit", (e) => {
+    e.preventDefault();
+    saveCoreFile();
+  });
+  $("core-diff-btn").addEventListener("click", showCoreDiff);
   $("issue-form").addEventListener("submit", (e) => {
     e.preventDefault();
     issueToken();

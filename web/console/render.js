@@ -110,6 +110,8 @@ export function time(iso) {
 const STATUS_CLASS = {
   succeeded: "ok",
   active: "ok",
+  loads: "ok",
+  broken: "bad",
   disabled: "bad",
   running: "run",
   pending: "run",

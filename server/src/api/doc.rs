@@ -8,11 +8,12 @@ use utoipa::openapi::{Content, HeaderBuilder, ObjectBuilder, Ref, RefOr, Respons
 use utoipa::{Modify, OpenApi};
 
 use super::error::ErrorBody;
-use super::events::{Event, EventType, SseEvent};
+use super::events::SseEvent;
 use super::{
     approvals, channels, cores, events, health, principals, search, sessions, stream, tasks,
     tenant_policy, tokens, tools, turns,
 };
+use crate::wire::events::{Event, EventPayload};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -35,7 +36,7 @@ use super::{
         cores::list_cores, cores::get_core, cores::get_core_file, cores::put_core_file,
         cores::delete_core_file, cores::list_core_versions, cores::diff_core,
     ),
-    components(schemas(ErrorBody, Event, EventType, SseEvent)),
+    components(schemas(ErrorBody, Event, EventPayload, SseEvent)),
     modifiers(&BearerAuth, &SharedResponses),
     tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "channels"), (name = "cores"), (name = "operations"))
 )]

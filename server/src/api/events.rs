@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseFrame, KeepAlive, Sse};
 use futures_util::stream::{self, Stream};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ApiResult, ErrorBody};
@@ -51,63 +51,8 @@ pub(super) fn resume_point(headers: &HeaderMap, after: Option<i64>) -> Result<i6
     }
 }
 
-/// One event, as an SSE `data:` line and a WebSocket text frame carry it.
-/// (Documentation only: events are serialised once by the event log.)
-#[derive(Serialize, ToSchema)]
-#[allow(dead_code)]
-pub struct Event {
-    /// Per-session sequence number; only grows.
-    #[schema(minimum = 1)]
-    pub seq: i64,
-    #[schema(format = Uuid)]
-    pub session_id: String,
-    /// The turn it belongs to, if any.
-    #[schema(format = Uuid)]
-    pub turn_id: Option<String>,
-    #[serde(rename = "type")]
-    pub kind: EventType,
-    /// RFC 3339, UTC.
-    #[schema(format = DateTime)]
-    pub at: String,
-    /// The payload of this type (the operator view: secrets redacted).
-    #[schema(value_type = Object)]
-    pub data: serde_json::Value,
-}
-
-/// What happened.
-#[derive(Serialize, ToSchema)]
-#[allow(dead_code)]
-pub enum EventType {
-    #[serde(rename = "turn.started")]
-    TurnStarted,
-    #[serde(rename = "message")]
-    Message,
-    #[serde(rename = "tool.call")]
-    ToolCall,
-    #[serde(rename = "tool.output")]
-    ToolOutput,
-    #[serde(rename = "tool.result")]
-    ToolResult,
-    #[serde(rename = "approval.requested")]
-    ApprovalRequested,
-    #[serde(rename = "approval.resolved")]
-    ApprovalResolved,
-    #[serde(rename = "clarify.requested")]
-    ClarifyRequested,
-    #[serde(rename = "clarify.answered")]
-    ClarifyAnswered,
-    #[serde(rename = "task.updated")]
-    TaskUpdated,
-    #[serde(rename = "turn.completed")]
-    TurnCompleted,
-    #[serde(rename = "turn.failed")]
-    TurnFailed,
-    #[serde(rename = "turn.cancelled")]
-    TurnCancelled,
-}
-
 /// One Server-Sent Event of `GET /v1/sessions/{id}/events` (keep-alive
-/// comments aside). `data` holds one [`Event`] as JSON.
+/// comments aside). `data` holds one [`crate::wire::events::Event`] as JSON.
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct SseEvent {
@@ -152,7 +97,7 @@ pub async fn session_events(
         .get_session_cached(scope.tenant(), scope.principal(), sid)
         .await?
         .ok_or_else(ApiError::not_found)?;
-    let sub = app.events.subscribe(&session.id, after, OnLag::Refill);
+    let sub = app.events.subscribe(session.id, after, OnLag::Refill);
     let token = super::extract::bearer_header(&headers)
         .unwrap_or_default()
         .to_owned();

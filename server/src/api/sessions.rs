@@ -43,7 +43,7 @@ pub struct SessionView {
 impl From<SessionRow> for SessionView {
     fn from(r: SessionRow) -> Self {
         Self {
-            id: r.id,
+            id: r.id.to_string(),
             title: r.title,
             core: r.core,
             workspace: r.workspace,
@@ -167,7 +167,7 @@ pub async fn list_sessions(
         .await?;
     let next_cursor = if rows.len() > limit as usize {
         rows.truncate(limit as usize);
-        rows.last().map(|r| r.id.clone())
+        rows.last().map(|r| r.id.to_string())
     } else {
         None
     };

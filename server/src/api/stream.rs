@@ -157,7 +157,7 @@ async fn serve_socket(
         }
     };
     let _guard = app.metrics.stream_opened(StreamKind::Ws);
-    let mut sub = app.events.subscribe(&session.id, after, OnLag::Fail);
+    let mut sub = app.events.subscribe(session.id, after, OnLag::Fail);
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.tick().await;
     let mut recheck = tokio::time::interval(super::extract::RECHECK_EVERY);

@@ -33,7 +33,7 @@ impl From<TaskRow> for TaskView {
         Self {
             running: r.status == TaskStatus::Running,
             id: r.id,
-            session_id: r.session_id,
+            session_id: r.session_id.to_string(),
             kind: r.kind,
             status: r.status,
             summary: r.summary,

@@ -80,8 +80,8 @@ pub struct TurnView {
 impl From<TurnRow> for TurnView {
     fn from(r: TurnRow) -> Self {
         Self {
-            id: r.id,
-            session_id: r.session_id,
+            id: r.id.to_string(),
+            session_id: r.session_id.to_string(),
             status: r.status.as_str().to_owned(),
             input: r.input,
             output: r.output,

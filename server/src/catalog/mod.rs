@@ -70,6 +70,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "todo",
     "clarify",
     "tools_list",
+    "web_extract",
 ];
 
 /// A tool the turn may call, with its effective metadata.
@@ -110,6 +111,8 @@ pub struct CatalogInput {
     pub host_unavailable: BTreeMap<String, String>,
     /// The core's `terminal.network: none` cuts its commands' network.
     pub terminal_network_off: bool,
+    /// Every MCP server the core declares, with its state and last error.
+    pub mcp_servers: Vec<crate::mcp::ServerStatus>,
 }
 
 /// Tools that start child processes: unavailable when they cannot be confined.
@@ -126,6 +129,7 @@ pub struct ResolvedCatalog {
     /// Why a host-unavailable tool is unavailable.
     unavailable_reasons: BTreeMap<String, String>,
     terminal_network_off: bool,
+    mcp_servers: Vec<crate::mcp::ServerStatus>,
     grants: CapabilityGrants,
     core_id: String,
     fingerprint: String,
@@ -212,6 +216,7 @@ impl ResolvedCatalog {
             unavailable,
             unavailable_reasons,
             terminal_network_off: input.terminal_network_off,
+            mcp_servers: input.mcp_servers.clone(),
             grants: input.grants.clone(),
             core_id: input.core_id.clone(),
             fingerprint: input.fingerprint.clone(),
@@ -256,6 +261,7 @@ impl ResolvedCatalog {
             })).collect::<Vec<_>>(),
             "unavailable": self.unavailable,
             "unavailable_reasons": self.unavailable_reasons,
+            "mcp_servers": self.mcp_servers,
         })
     }
 

@@ -128,7 +128,10 @@ impl Relays {
             return Ok(false);
         };
         let mut cursor = conv.relayed_seq;
-        let mut sub = inner.events.subscribe(sid, cursor, OnLag::Refill);
+        let mut sub =
+            inner
+                .events
+                .subscribe(crate::ids::SessionId::parse(sid)?, cursor, OnLag::Refill);
         let mut state = RelayState::default();
         loop {
             let next = tokio::select! {

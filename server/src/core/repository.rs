@@ -271,6 +271,11 @@ fn build_view(
         host_unavailable: host_unavailable.clone(),
         terminal_network_off: core.manifest.terminal.network
             == super::manifest::TerminalNetwork::None,
+        mcp_servers: crate::mcp::statuses(
+            core.mcp_manifests
+                .iter()
+                .map(|m| (m.name.as_str(), m.path_rel.as_str(), &m.raw)),
+        ),
     };
     Ok(CoreView {
         resolved: crate::catalog::ResolvedCatalog::build(&catalog),

@@ -13,19 +13,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{PrincipalScope, Role};
 use crate::error::{Error, Result};
 use crate::events::EventLog;
-use crate::ids::TenantId;
+use crate::ids::{SessionId, TenantId, TurnId};
 use crate::policy::approval_authority::{
     access, requirement, Access, MemberMaxRisk, Requirement, TenantPolicy,
 };
 use crate::policy::approval_policy::Risk;
 use crate::store::{ApprovalRow, NewApproval, Store, StoredTenantPolicy};
+use crate::wire::events::{self, EventPayload};
 use crate::wire::ApprovalState;
 
 /// How long an `allow_session` decision lasts.
@@ -54,8 +55,8 @@ pub struct ApprovalRequest {
 #[derive(Debug, Clone)]
 pub struct ApprovalScope<'a> {
     pub scope: &'a PrincipalScope,
-    pub session_id: &'a str,
-    pub turn_id: &'a str,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     /// Changes whenever the core or its grants change, so cached allows die with them.
     pub core_fingerprint: &'a str,
 }
@@ -149,7 +150,7 @@ impl Approvals {
         }
         // Share an identical request already waiting in this session.
         let flight_key = (
-            a.session_id.to_owned(),
+            a.session_id.to_string(),
             format!("{}\u{1f}{}", a.core_fingerprint, req.rule),
         );
         let joined = self
@@ -265,8 +266,8 @@ impl Approvals {
                 id: id.to_owned(),
                 tenant: a.scope.tenant().to_string(),
                 principal: a.scope.principal().to_string(),
-                session_id: a.session_id.to_owned(),
-                turn_id: a.turn_id.to_owned(),
+                session_id: a.session_id,
+                turn_id: a.turn_id,
                 node_id: self.node_id.clone(),
                 tool: req.tool.clone(),
                 risk: req.risk,
@@ -284,11 +285,17 @@ impl Approvals {
             .append(
                 a.session_id,
                 Some(a.turn_id),
-                "approval.requested",
-                json!({"approval_id": id, "tool": req.tool, "risk": req.risk, "rule": req.rule,
-                    "reason": req.reason, "preview": req.preview, "choices": choices,
-                    "requires": requires.as_str(),
-                    "expires_at": crate::time::rfc3339(expires_at)}),
+                EventPayload::ApprovalRequested(events::ApprovalRequested {
+                    approval_id: id.to_owned(),
+                    tool: req.tool.clone(),
+                    risk: req.risk,
+                    rule: req.rule.clone(),
+                    reason: req.reason.clone(),
+                    preview: req.preview.clone(),
+                    choices,
+                    requires,
+                    expires_at: crate::time::rfc3339(expires_at),
+                }),
             )
             .await?;
         Ok(())
@@ -344,7 +351,7 @@ impl Approvals {
             .await?
         {
             self.publish(id, ApprovalState::Expired, None);
-            self.resolved_event(id, "deny", why, None).await;
+            self.resolved_event(id, Decision::Deny, why, None).await;
             return Ok(Verdict::Denied(why));
         }
         // Someone decided at the same moment; honour what was recorded.
@@ -360,20 +367,18 @@ impl Approvals {
         }
     }
 
-    async fn resolved_event(&self, id: &str, decision: &str, reason: &str, by: Option<&str>) {
+    async fn resolved_event(&self, id: &str, decision: Decision, reason: &str, by: Option<&str>) {
         let Ok(Some(row)) = self.store.approval_brief(id).await else {
             return;
         };
-        let mut data =
-            json!({"approval_id": id, "decision": decision, "reason": reason, "tool": row.2});
-        if let Some(by) = by {
-            data["decided_by"] = json!(by);
-        }
-        if let Err(e) = self
-            .events
-            .append(&row.0, Some(&row.1), "approval.resolved", data)
-            .await
-        {
+        let payload = EventPayload::ApprovalResolved(events::ApprovalResolved {
+            approval_id: id.to_owned(),
+            decision,
+            reason: reason.to_owned(),
+            tool: row.2,
+            decided_by: by.map(str::to_owned),
+        });
+        if let Err(e) = self.events.append(row.0, Some(row.1), payload).await {
             tracing::error!(error = %e, "could not record approval.resolved");
         }
     }
@@ -425,8 +430,7 @@ impl Approvals {
             return Err(Error::Conflict("approval was settled meanwhile".into()));
         }
         self.publish(id, state, Some(decision));
-        self.resolved_event(id, decision.as_str(), "user", Some(by))
-            .await;
+        self.resolved_event(id, decision, "user", Some(by)).await;
         self.store
             .get_approval(scope.tenant(), id)
             .await?
@@ -439,10 +443,15 @@ impl Approvals {
         for r in &rows {
             self.events
                 .append(
-                    &r.session_id,
-                    Some(&r.turn_id),
-                    "approval.resolved",
-                    json!({"approval_id": r.id, "decision": "deny", "reason": "expired", "tool": r.tool}),
+                    r.session_id,
+                    Some(r.turn_id),
+                    EventPayload::ApprovalResolved(events::ApprovalResolved {
+                        approval_id: r.id.clone(),
+                        decision: Decision::Deny,
+                        reason: "expired".into(),
+                        tool: r.tool.clone(),
+                        decided_by: None,
+                    }),
                 )
                 .await?;
         }

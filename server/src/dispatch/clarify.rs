@@ -5,15 +5,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
+use crate::ids::{SessionId, TurnId};
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::store::{NewClarification, Store};
+use crate::wire::events::{self, EventPayload};
 use crate::wire::ClarificationState;
 
 const POLL_EVERY: Duration = Duration::from_millis(500);
@@ -47,8 +48,8 @@ impl Clarifications {
     pub async fn ask(
         &self,
         scope: &PrincipalScope,
-        session_id: &str,
-        turn_id: &str,
+        session_id: SessionId,
+        turn_id: TurnId,
         question: &str,
         choices: &[String],
         cancel: &CancellationToken,
@@ -69,8 +70,8 @@ impl Clarifications {
                     id: id.clone(),
                     tenant: scope.tenant().to_string(),
                     principal: scope.principal().to_string(),
-                    session_id: session_id.to_owned(),
-                    turn_id: turn_id.to_owned(),
+                    session_id,
+                    turn_id,
                     node_id: self.node_id.clone(),
                     question: question.to_owned(),
                     choices: serde_json::to_string(choices).unwrap_or_else(|_| "[]".into()),
@@ -81,9 +82,12 @@ impl Clarifications {
                 .append(
                     session_id,
                     Some(turn_id),
-                    "clarify.requested",
-                    json!({"clarification_id": id, "question": question, "choices": choices,
-                        "expires_at": crate::time::rfc3339(expires_at)}),
+                    EventPayload::ClarifyRequested(events::ClarifyRequested {
+                        clarification_id: id.clone(),
+                        question: question.to_owned(),
+                        choices: choices.to_vec(),
+                        expires_at: crate::time::rfc3339(expires_at),
+                    }),
                 )
                 .await?;
             let deadline = tokio::time::Instant::now() + self.timeout;
@@ -141,13 +145,14 @@ impl Clarifications {
         if let Some(tx) = self.waiters().get(id) {
             let _ = tx.send(Some(answer.to_owned()));
         }
-        let answer = shown.as_str();
         self.events
             .append(
-                &row.session_id,
-                Some(&row.turn_id),
-                "clarify.answered",
-                json!({"clarification_id": id, "answer": answer}),
+                row.session_id,
+                Some(row.turn_id),
+                EventPayload::ClarifyAnswered(events::ClarifyAnswered {
+                    clarification_id: id.to_owned(),
+                    answer: shown,
+                }),
             )
             .await?;
         Ok(())

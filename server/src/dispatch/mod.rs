@@ -24,6 +24,7 @@ use crate::redact::redactor::{argument_preview, SecretRedactor, View};
 use crate::tools::clarify as tools_clarify;
 use crate::tools::contract::{parse_args, Approval, Gate, Host, Plan, TaskJob, Tool, ToolEnv};
 use crate::tools::{files, history, search, skills, terminal, todo};
+use crate::wire::events::{self, EventPayload};
 use approvals::{ApprovalRequest, ApprovalScope, Approvals, Verdict};
 use clarify::Clarifications;
 
@@ -41,7 +42,7 @@ impl Host for Dispatcher {
         known.discover_json(call.args);
         Box::pin(self.tasks.start(
             &call.ctx.scope,
-            &call.ctx.session_id,
+            call.ctx.session_id,
             kind,
             summary,
             known,
@@ -62,8 +63,8 @@ impl Host for Dispatcher {
         known.discover_json(call.args);
         let live = LiveOutput {
             events: self.events.clone(),
-            session_id: call.ctx.session_id.clone(),
-            turn_id: call.ctx.turn_id.clone(),
+            session_id: call.ctx.session_id,
+            turn_id: call.ctx.turn_id,
             call_id: call.call_id.to_owned(),
             sent: 0,
         };
@@ -109,8 +110,8 @@ impl Host for Dispatcher {
     ) -> BoxFuture<'a, crate::error::Result<crate::tools::contract::Answer>> {
         Box::pin(self.clarifications.ask(
             &ctx.scope,
-            &ctx.session_id,
-            &ctx.turn_id,
+            ctx.session_id,
+            ctx.turn_id,
             question,
             choices,
             &ctx.cancel,
@@ -123,8 +124,8 @@ impl Host for Dispatcher {
 /// tails and the artifact, so a flood cannot fill the event log.
 struct LiveOutput {
     events: EventLog,
-    session_id: String,
-    turn_id: String,
+    session_id: crate::ids::SessionId,
+    turn_id: crate::ids::TurnId,
     call_id: String,
     sent: usize,
 }
@@ -145,13 +146,18 @@ impl LiveOutput {
             None => (text, false),
         };
         self.sent += text.chars().count();
-        let mut data = json!({"call_id": self.call_id, "stream": stream, "text": text});
-        if cut || self.full() {
-            data["truncated"] = json!(true);
+        let truncated = cut || self.full();
+        if truncated {
             self.sent = LIVE_OUTPUT_CHARS;
         }
+        let payload = EventPayload::ToolOutput(events::ToolOutput {
+            call_id: self.call_id.clone(),
+            stream: stream.to_owned(),
+            text: text.to_owned(),
+            truncated,
+        });
         self.events
-            .append(&self.session_id, Some(&self.turn_id), "tool.output", data)
+            .append(self.session_id, Some(self.turn_id), payload)
             .await
             .is_ok()
     }
@@ -261,6 +267,7 @@ impl Dispatcher {
             "skill_view" => self.drive::<skills::SkillView>(&env).await,
             "clarify" => self.drive::<tools_clarify::Clarify>(&env).await,
             "tools_list" => self.drive::<crate::tools::ToolsList>(&env).await,
+            "web_extract" => self.drive::<crate::tools::web::WebExtract>(&env).await,
             other => ToolOutcome::error(
                 ToolStatus::NotFound,
                 format!("tool not found or not allowed: {other}"),
@@ -363,8 +370,8 @@ impl Dispatcher {
         let ctx = env.ctx;
         let scope = ApprovalScope {
             scope: &ctx.scope,
-            session_id: &ctx.session_id,
-            turn_id: &ctx.turn_id,
+            session_id: ctx.session_id,
+            turn_id: ctx.turn_id,
             core_fingerprint: &ctx.core_fingerprint,
         };
         match self.approvals.request(&scope, req, &ctx.cancel).await {
@@ -408,10 +415,13 @@ impl Dispatcher {
         }
         self.events
             .append(
-                &ctx.session_id,
-                Some(&ctx.turn_id),
-                "tool.call",
-                json!({"call_id": call_id, "tool": name, "arguments": args_view}),
+                ctx.session_id,
+                Some(ctx.turn_id),
+                EventPayload::ToolCall(events::ToolCall {
+                    call_id: call_id.to_owned(),
+                    tool: name.to_owned(),
+                    arguments: args_view,
+                }),
             )
             .await?;
         let outcome = self.dispatch(ctx, catalog, call_id, name, args).await;
@@ -429,12 +439,15 @@ impl Dispatcher {
         let event_view = views.get(View::Event);
         self.events
             .append(
-                &ctx.session_id,
-                Some(&ctx.turn_id),
-                "tool.result",
-                json!({"call_id": call_id, "tool": name, "status": status.as_str(),
-                    "content": event_view.get("content").cloned().unwrap_or(Value::Null),
-                    "data": event_view.get("data").cloned().unwrap_or(Value::Null)}),
+                ctx.session_id,
+                Some(ctx.turn_id),
+                EventPayload::ToolResult(events::ToolResult {
+                    call_id: call_id.to_owned(),
+                    tool: name.to_owned(),
+                    status,
+                    content: event_view.get("content").cloned().unwrap_or(Value::Null),
+                    data: event_view.get("data").cloned().unwrap_or(Value::Null),
+                }),
             )
             .await?;
         let model = views.get(View::Model);

@@ -2,6 +2,9 @@
 //! it is fanned out to subscribers (SSE, WebSocket, channels). Appends are
 //! group-committed by one writer task; subscribers read the backlog from the
 //! database and then follow the live feed, with no gap and no duplicate.
+//!
+//! What may be appended is typed: an [`EventPayload`] from
+//! [`crate::wire::events`] (every kind and its payload live there).
 
 mod hub;
 pub mod peers;
@@ -14,7 +17,9 @@ use tokio::sync::{mpsc, oneshot};
 pub use hub::Hub;
 pub use subscription::{Lagged, OnLag, Subscription, SubscriptionError};
 
+use crate::ids::{SessionId, TurnId};
 use crate::store::{EventRow, NewEvent, Store, TurnFinish};
+use crate::wire::events::EventPayload;
 
 /// A persisted event, serialised once for every subscriber.
 #[derive(Debug)]
@@ -86,13 +91,12 @@ impl EventLog {
     /// Persist an event, then publish it. Returns the stored event.
     pub async fn append(
         &self,
-        session_id: &str,
-        turn_id: Option<&str>,
-        kind: &str,
-        data: serde_json::Value,
+        session_id: SessionId,
+        turn_id: Option<TurnId>,
+        payload: EventPayload,
     ) -> Result<Arc<Event>, crate::error::Error> {
         let ev = self
-            .submit(session_id, turn_id, kind, data, None, Vec::new())
+            .submit(session_id, turn_id, payload, None, Vec::new())
             .await?;
         ev.ok_or_else(|| {
             crate::error::Error::Internal(anyhow::anyhow!("event without a transition was dropped"))
@@ -103,37 +107,31 @@ impl EventLog {
     /// messages, in one transaction. `None` if the turn had already ended.
     pub async fn append_final(
         &self,
-        session_id: &str,
-        kind: &str,
-        data: serde_json::Value,
+        session_id: SessionId,
+        payload: EventPayload,
         finish: TurnFinish,
         messages: Vec<serde_json::Value>,
     ) -> Result<Option<Arc<Event>>, crate::error::Error> {
-        let turn_id = finish.turn_id.clone();
-        self.submit(
-            session_id,
-            Some(&turn_id),
-            kind,
-            data,
-            Some(finish),
-            messages,
-        )
-        .await
+        let turn_id = finish.turn_id;
+        self.submit(session_id, Some(turn_id), payload, Some(finish), messages)
+            .await
     }
 
     async fn submit(
         &self,
-        session_id: &str,
-        turn_id: Option<&str>,
-        kind: &str,
-        data: serde_json::Value,
+        session_id: SessionId,
+        turn_id: Option<TurnId>,
+        payload: EventPayload,
         finish: Option<TurnFinish>,
         messages: Vec<serde_json::Value>,
     ) -> Result<Option<Arc<Event>>, crate::error::Error> {
+        let data = payload.data().map_err(|e| {
+            crate::error::Error::Internal(anyhow::anyhow!("serialise {}: {e}", payload.kind()))
+        })?;
         let ev = NewEvent {
-            session_id: session_id.to_owned(),
-            turn_id: turn_id.map(str::to_owned),
-            kind: kind.to_owned(),
+            session_id: session_id.to_string(),
+            turn_id: turn_id.map(|t| t.to_string()),
+            kind: payload.kind().to_owned(),
             at_ms: crate::time::now_ms(),
             data,
             finish,
@@ -156,11 +154,11 @@ impl EventLog {
     }
 
     /// Follow a session's events with `seq > after`.
-    pub fn subscribe(&self, session_id: &str, after: i64, on_lag: OnLag) -> Subscription {
+    pub fn subscribe(&self, session_id: SessionId, after: i64, on_lag: OnLag) -> Subscription {
         Subscription::new(
             self.store.clone(),
             self.hub.clone(),
-            session_id,
+            &session_id.to_string(),
             after,
             on_lag,
         )

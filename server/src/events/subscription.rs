@@ -143,7 +143,7 @@ mod tests {
     use crate::ids::{PrincipalId, SessionId, TenantId};
     use crate::store::NewSession;
 
-    async fn log_with_session(buffer: usize) -> (EventLog, String, tempfile::TempDir) {
+    async fn log_with_session(buffer: usize) -> (EventLog, SessionId, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&DatabaseConfig::resolve(dir.path(), None).unwrap())
             .await
@@ -161,26 +161,25 @@ mod tests {
             })
             .await
             .unwrap();
-        (
-            EventLog::start(store, Hub::new(buffer)),
-            id.to_string(),
-            dir,
-        )
+        (EventLog::start(store, Hub::new(buffer)), id, dir)
+    }
+
+    fn message(i: i32) -> crate::wire::events::EventPayload {
+        crate::wire::events::EventPayload::Message(crate::wire::events::Message {
+            role: "assistant".into(),
+            content: i.to_string(),
+        })
     }
 
     #[tokio::test]
     async fn a_subscriber_that_falls_behind_fails_then_resumes_with_nothing_lost() {
         let (log, sid, _dir) = log_with_session(16).await;
-        let mut sub = log.subscribe(&sid, 0, OnLag::Fail);
-        log.append(&sid, None, "message", serde_json::json!({"i": 0}))
-            .await
-            .unwrap();
+        let mut sub = log.subscribe(sid, 0, OnLag::Fail);
+        log.append(sid, None, message(0)).await.unwrap();
         let mut seen = vec![sub.next().await.unwrap().unwrap().seq];
         // Caught up and live; now nothing is read while 40 events go out through a 16-slot buffer.
         for i in 1..=40 {
-            log.append(&sid, None, "message", serde_json::json!({"i": i}))
-                .await
-                .unwrap();
+            log.append(sid, None, message(i)).await.unwrap();
         }
         let lag = loop {
             match sub.next().await {
@@ -195,7 +194,7 @@ mod tests {
             "lag is reported before the overflowed events"
         );
         // Resume by seq: the rest arrives, in order, exactly once.
-        let mut resumed = log.subscribe(&sid, lag.last_seq, OnLag::Fail);
+        let mut resumed = log.subscribe(sid, lag.last_seq, OnLag::Fail);
         while seen.len() < 41 {
             seen.push(resumed.next().await.unwrap().unwrap().seq);
         }
@@ -205,15 +204,11 @@ mod tests {
     #[tokio::test]
     async fn refill_mode_reads_missed_events_from_the_database() {
         let (log, sid, _dir) = log_with_session(16).await;
-        let mut sub = log.subscribe(&sid, 0, OnLag::Refill);
-        log.append(&sid, None, "message", serde_json::json!({"i": -1}))
-            .await
-            .unwrap();
+        let mut sub = log.subscribe(sid, 0, OnLag::Refill);
+        log.append(sid, None, message(-1)).await.unwrap();
         let mut seen = vec![sub.next().await.unwrap().unwrap().seq];
         for i in 0..40 {
-            log.append(&sid, None, "message", serde_json::json!({"i": i}))
-                .await
-                .unwrap();
+            log.append(sid, None, message(i)).await.unwrap();
         }
         while seen.len() < 41 {
             seen.push(sub.next().await.unwrap().unwrap().seq);

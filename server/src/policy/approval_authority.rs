@@ -77,7 +77,19 @@ impl Default for TenantPolicy {
 }
 
 /// Who must decide an approval, recorded when it is created.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Requirement {
     /// The principal whose turn asked (or an operator of the tenant acting on its own).

@@ -5,8 +5,8 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{vocab, vocab_opt, Store};
-use crate::ids::{PrincipalId, TenantId};
+use super::{id, vocab, vocab_opt, Store};
+use crate::ids::{PrincipalId, SessionId, TenantId, TurnId};
 use crate::policy::approval_authority::Requirement;
 use crate::time::now_ms;
 use crate::wire::{ApprovalState, ClarificationState, Decision, Risk};
@@ -16,8 +16,8 @@ pub struct NewApproval {
     pub id: String,
     pub tenant: String,
     pub principal: String,
-    pub session_id: String,
-    pub turn_id: String,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     pub node_id: String,
     pub tool: String,
     pub risk: Risk,
@@ -36,8 +36,8 @@ pub struct ApprovalRow {
     pub id: String,
     /// The principal whose turn asked.
     pub principal_id: String,
-    pub session_id: String,
-    pub turn_id: String,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     pub tool: String,
     pub risk: Risk,
     pub rule: String,
@@ -63,8 +63,8 @@ fn decode_approval(r: &AnyRow) -> Result<ApprovalRow, sqlx::Error> {
     Ok(ApprovalRow {
         id: r.try_get("id")?,
         principal_id: r.try_get("principal_id")?,
-        session_id: r.try_get("session_id")?,
-        turn_id: r.try_get("turn_id")?,
+        session_id: id(r, "session_id")?,
+        turn_id: id(r, "turn_id")?,
         tool: r.try_get("tool")?,
         risk: vocab(r, "risk")?,
         rule: r.try_get("rule")?,
@@ -86,8 +86,8 @@ pub struct NewClarification {
     pub id: String,
     pub tenant: String,
     pub principal: String,
-    pub session_id: String,
-    pub turn_id: String,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     pub node_id: String,
     pub question: String,
     pub choices: String,
@@ -97,8 +97,8 @@ pub struct NewClarification {
 #[derive(Debug, Clone)]
 pub struct ClarificationRow {
     pub id: String,
-    pub session_id: String,
-    pub turn_id: String,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     pub state: ClarificationState,
     pub answer: Option<String>,
 }
@@ -114,8 +114,8 @@ impl Store {
         .bind(&a.id)
         .bind(&a.tenant)
         .bind(&a.principal)
-        .bind(&a.session_id)
-        .bind(&a.turn_id)
+        .bind(a.session_id.to_string())
+        .bind(a.turn_id.to_string())
         .bind(&a.node_id)
         .bind(&a.tool)
         .bind(a.risk.as_str())
@@ -191,13 +191,19 @@ impl Store {
     pub async fn approval_brief(
         &self,
         id: &str,
-    ) -> Result<Option<(String, String, String)>, sqlx::Error> {
+    ) -> Result<Option<(SessionId, TurnId, String)>, sqlx::Error> {
         let row = sqlx::query("SELECT session_id, turn_id, tool FROM approvals WHERE id = $1")
             .bind(id)
             .fetch_optional(self.pool())
             .await?;
-        row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
-            .transpose()
+        row.map(|r| {
+            Ok((
+                super::id(&r, "session_id")?,
+                super::id(&r, "turn_id")?,
+                r.try_get(2)?,
+            ))
+        })
+        .transpose()
     }
 
     /// The principal's own approvals and, with `with_operator_queue`, every
@@ -266,8 +272,8 @@ impl Store {
         .bind(&c.id)
         .bind(&c.tenant)
         .bind(&c.principal)
-        .bind(&c.session_id)
-        .bind(&c.turn_id)
+        .bind(c.session_id.to_string())
+        .bind(c.turn_id.to_string())
         .bind(&c.node_id)
         .bind(&c.question)
         .bind(&c.choices)
@@ -320,8 +326,8 @@ impl Store {
         .map(|r| {
             Ok(ClarificationRow {
                 id: r.try_get("id")?,
-                session_id: r.try_get("session_id")?,
-                turn_id: r.try_get("turn_id")?,
+                session_id: super::id(&r, "session_id")?,
+                turn_id: super::id(&r, "turn_id")?,
                 state: vocab(&r, "state")?,
                 answer: r.try_get("answer")?,
             })

@@ -11,12 +11,47 @@ use super::Store;
 /// terminal event so the state is durable before anyone can see the event.
 #[derive(Debug, Clone)]
 pub struct TurnFinish {
-    pub turn_id: String,
+    pub turn_id: crate::ids::TurnId,
     pub status: super::TurnStatus,
     pub output: Option<String>,
     pub reason: Option<String>,
     pub error: Option<String>,
     pub steps: u32,
+}
+
+impl TurnFinish {
+    pub fn completed(turn: crate::ids::TurnId, output: String, steps: u32) -> Self {
+        Self {
+            turn_id: turn,
+            status: super::TurnStatus::Completed,
+            output: Some(output),
+            reason: None,
+            error: None,
+            steps,
+        }
+    }
+
+    pub fn failed(turn: crate::ids::TurnId, reason: &str, error: String, steps: u32) -> Self {
+        Self {
+            turn_id: turn,
+            status: super::TurnStatus::Failed,
+            output: None,
+            reason: Some(reason.to_owned()),
+            error: Some(error),
+            steps,
+        }
+    }
+
+    pub fn cancelled(turn: crate::ids::TurnId, reason: &str, steps: u32) -> Self {
+        Self {
+            turn_id: turn,
+            status: super::TurnStatus::Cancelled,
+            output: None,
+            reason: Some(reason.to_owned()),
+            error: None,
+            steps,
+        }
+    }
 }
 
 /// An event before it has a `seq`, with optional writes that must commit with it.
@@ -99,7 +134,7 @@ impl Store {
                     .bind(&f.error)
                     .bind(i64::from(f.steps))
                     .bind(now)
-                    .bind(&f.turn_id)
+                    .bind(f.turn_id.to_string())
                     .execute(&mut *tx)
                     .await?;
                 keep[i] = res.rows_affected() == 1;

@@ -152,6 +152,21 @@ where
     .transpose()
 }
 
+/// An id column (a session, a turn, …): text that is not a valid id is a
+/// decode error naming the column.
+pub(crate) fn id<T>(r: &sqlx::any::AnyRow, column: &str) -> Result<T, sqlx::Error>
+where
+    T: FromStr<Err = crate::ids::IdError>,
+{
+    use sqlx::Row;
+    let text: String = r.try_get(column)?;
+    text.parse()
+        .map_err(|e: crate::ids::IdError| sqlx::Error::ColumnDecode {
+            index: column.to_owned(),
+            source: Box::new(e),
+        })
+}
+
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Database(d) => {

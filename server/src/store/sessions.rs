@@ -20,7 +20,7 @@ pub struct NewSession {
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SessionRow {
-    pub id: String,
+    pub id: SessionId,
     pub tenant_id: String,
     pub principal_id: String,
     pub title: String,
@@ -40,7 +40,7 @@ const COLUMNS: &str =
 
 fn decode(r: &AnyRow) -> Result<SessionRow, sqlx::Error> {
     Ok(SessionRow {
-        id: r.try_get("id")?,
+        id: super::id(r, "id")?,
         tenant_id: r.try_get("tenant_id")?,
         principal_id: r.try_get("principal_id")?,
         title: r.try_get("title")?,
@@ -73,7 +73,7 @@ impl Store {
         .execute(self.pool())
         .await?;
         let row = SessionRow {
-            id: s.id.to_string(),
+            id: s.id,
             tenant_id: s.tenant.to_string(),
             principal_id: s.principal.to_string(),
             title: s.title.clone(),

@@ -4,15 +4,15 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{vocab, Store};
-use crate::ids::{PrincipalId, TenantId};
+use super::{id, vocab, Store};
+use crate::ids::{PrincipalId, SessionId, TenantId};
 use crate::time::now_ms;
 use crate::wire::TaskStatus;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TaskRow {
     pub id: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub principal_id: String,
     pub kind: String,
     pub status: TaskStatus,
@@ -28,7 +28,7 @@ const COLUMNS: &str =
 fn decode(r: &AnyRow) -> Result<TaskRow, sqlx::Error> {
     Ok(TaskRow {
         id: r.try_get("id")?,
-        session_id: r.try_get("session_id")?,
+        session_id: id(r, "session_id")?,
         principal_id: r.try_get("principal_id")?,
         kind: r.try_get("kind")?,
         status: vocab(r, "status")?,
@@ -44,7 +44,7 @@ pub struct NewTask<'a> {
     pub id: &'a str,
     pub tenant: &'a TenantId,
     pub principal: &'a PrincipalId,
-    pub session_id: &'a str,
+    pub session_id: SessionId,
     pub node_id: &'a str,
     pub kind: &'a str,
     pub summary: &'a str,
@@ -60,7 +60,7 @@ impl Store {
         .bind(t.id)
         .bind(t.tenant.as_str())
         .bind(t.principal.as_str())
-        .bind(t.session_id)
+        .bind(t.session_id.to_string())
         .bind(t.node_id)
         .bind(t.kind)
         .bind(t.summary)
@@ -200,7 +200,7 @@ impl Store {
     pub async fn fail_lost_tasks(
         &self,
         node_id: &str,
-    ) -> Result<Vec<(String, String)>, sqlx::Error> {
+    ) -> Result<Vec<(String, SessionId)>, sqlx::Error> {
         let _gate = self.write_gate().await;
         let rows = sqlx::query(
             "UPDATE tasks SET status = 'lost', completed_at = $1 WHERE node_id = $2 AND status = 'running' \
@@ -211,7 +211,7 @@ impl Store {
         .fetch_all(self.pool())
         .await?;
         rows.iter()
-            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .map(|r| Ok((r.try_get(0)?, id(r, "session_id")?)))
             .collect()
     }
 }

@@ -4,15 +4,15 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{is_unique_violation, vocab, Store};
+use super::{id, is_unique_violation, vocab, Store};
 use crate::ids::{PrincipalId, SessionId, TenantId, TurnId};
 use crate::time::now_ms;
 use crate::wire::TurnStatus;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TurnRow {
-    pub id: String,
-    pub session_id: String,
+    pub id: TurnId,
+    pub session_id: SessionId,
     pub status: TurnStatus,
     pub input: String,
     pub output: Option<String>,
@@ -25,14 +25,14 @@ pub struct TurnRow {
 
 #[derive(Debug, Clone)]
 pub struct LostTurn {
-    pub turn_id: String,
-    pub session_id: String,
+    pub turn_id: TurnId,
+    pub session_id: SessionId,
 }
 
 fn decode(r: &AnyRow) -> Result<TurnRow, sqlx::Error> {
     Ok(TurnRow {
-        id: r.try_get("id")?,
-        session_id: r.try_get("session_id")?,
+        id: id(r, "id")?,
+        session_id: id(r, "session_id")?,
         status: vocab(r, "status")?,
         input: r.try_get("input")?,
         output: r.try_get("output")?,
@@ -150,8 +150,8 @@ impl Store {
         rows.iter()
             .map(|r| {
                 Ok(LostTurn {
-                    turn_id: r.try_get("id")?,
-                    session_id: r.try_get("session_id")?,
+                    turn_id: id(r, "id")?,
+                    session_id: id(r, "session_id")?,
                 })
             })
             .collect()

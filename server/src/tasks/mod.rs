@@ -18,17 +18,19 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::exec::{OutputBudget, StorageQuota};
+use crate::ids::SessionId;
 use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{SecretRedactor, View, Views};
 use crate::running::RunningWork;
 use crate::store::{NewTask, Store, TaskRow};
+use crate::wire::events::{self, EventPayload};
 use crate::wire::TaskStatus;
 
 /// Characters of a task's logs kept in the database; the artifact has the rest.
@@ -268,18 +270,19 @@ impl Tasks {
 
     async fn updated(
         &self,
-        session_id: &str,
+        session_id: SessionId,
         id: &str,
         kind: &str,
         status: TaskStatus,
         summary: &str,
     ) {
-        let data = json!({"task_id": id, "kind": kind, "status": status, "summary": summary});
-        if let Err(e) = self
-            .events
-            .append(session_id, None, "task.updated", data)
-            .await
-        {
+        let payload = EventPayload::TaskUpdated(events::TaskUpdated {
+            task_id: id.to_owned(),
+            kind: Some(kind.to_owned()),
+            status,
+            summary: Some(summary.to_owned()),
+        });
+        if let Err(e) = self.events.append(session_id, None, payload).await {
             tracing::error!(error = %e, task = %id, "could not record task.updated");
         }
     }
@@ -290,7 +293,7 @@ impl Tasks {
     pub async fn start<F, Fut>(
         &self,
         scope: &PrincipalScope,
-        session_id: &str,
+        session_id: SessionId,
         kind: &'static str,
         summary: String,
         known: SecretRedactor,
@@ -343,7 +346,7 @@ impl Tasks {
             known: known.clone(),
         };
         let this = self.clone();
-        let session = session_id.to_owned();
+        let session = session_id;
         let task_id = id.clone();
         self.running.spawn(id.clone(), async move {
             let id = task_id;
@@ -356,7 +359,7 @@ impl Tasks {
                 .finish_task(&id, status, &result.to_string())
                 .await
             {
-                Ok(true) => this.updated(&session, &id, kind, status, &summary).await,
+                Ok(true) => this.updated(session, &id, kind, status, &summary).await,
                 Ok(false) => {}
                 Err(e) => {
                     tracing::error!(error = %e, task = %id, "could not record the task's end")
@@ -402,7 +405,7 @@ impl Tasks {
                 .await?
         {
             self.updated(
-                &row.session_id,
+                row.session_id,
                 id,
                 &row.kind,
                 TaskStatus::Cancelled,
@@ -434,10 +437,13 @@ impl Tasks {
     pub async fn recover_lost(&self) -> anyhow::Result<usize> {
         let lost = self.store.fail_lost_tasks(&self.node_id).await?;
         for (id, session) in &lost {
-            let data = json!({"task_id": id, "status": "lost"});
-            self.events
-                .append(session, None, "task.updated", data)
-                .await?;
+            let payload = EventPayload::TaskUpdated(events::TaskUpdated {
+                task_id: id.clone(),
+                kind: None,
+                status: TaskStatus::Lost,
+                summary: None,
+            });
+            self.events.append(*session, None, payload).await?;
         }
         Ok(lost.len())
     }

@@ -17,42 +17,16 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serde::de::{DeserializeOwned, Error as _};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
+use crate::ids::{SessionId, TurnId};
 use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 
-/// The typed outcome of a tool call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    Succeeded,
-    Denied,
-    Invalid,
-    NotFound,
-    Failed,
-    TimedOut,
-    Cancelled,
-    Indeterminate,
-}
-
-impl ToolStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolStatus::Succeeded => "succeeded",
-            ToolStatus::Denied => "denied",
-            ToolStatus::Invalid => "invalid",
-            ToolStatus::NotFound => "not_found",
-            ToolStatus::Failed => "failed",
-            ToolStatus::TimedOut => "timed_out",
-            ToolStatus::Cancelled => "cancelled",
-            ToolStatus::Indeterminate => "indeterminate",
-        }
-    }
-}
+pub use crate::wire::ToolStatus;
 
 /// Raw adapter result: internal execution data, never shown before redaction.
 #[derive(Debug, Clone)]
@@ -213,8 +187,8 @@ pub fn lenient_int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Er
 #[derive(Clone)]
 pub struct CallContext {
     pub scope: PrincipalScope,
-    pub session_id: String,
-    pub turn_id: String,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     /// The session's workspace folder (canonical).
     pub workspace: PathBuf,
     /// Private per-session runtime state (todo list, …).
@@ -413,8 +387,8 @@ pub(crate) mod testing {
         );
         let ctx = CallContext {
             scope,
-            session_id: "s1".into(),
-            turn_id: "u1".into(),
+            session_id: SessionId::new(),
+            turn_id: TurnId::new(),
             workspace,
             state_dir: home.join("state"),
             core_fingerprint: "fp".into(),

@@ -89,7 +89,7 @@ impl Tool for SessionSearch {
             session_cacheable: true,
         };
         let reach = if env.ctx.bound_session {
-            Reach::bound(&env.ctx.scope, &env.ctx.session_id)
+            Reach::bound(&env.ctx.scope, &env.ctx.session_id.to_string())
         } else {
             Reach::owned(&env.ctx.scope)
         };

@@ -13,6 +13,7 @@ pub mod search;
 pub mod skills;
 pub mod terminal;
 pub mod todo;
+pub mod web;
 
 use serde::Deserialize;
 

@@ -26,6 +26,7 @@ use crate::metrics::Metrics;
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::running::RunningWork;
 use crate::store::{SessionRow, StartTurn, Store, TurnFinish, TurnRow, TurnStatus};
+use crate::wire::events::{self, EventPayload};
 use provider::{ModelRequest, Provider};
 use script::ScriptStep;
 
@@ -65,7 +66,7 @@ struct Inner {
     cores: CoreRepository,
     home: std::path::PathBuf,
     /// Canonical workspace folder per session, so turns skip the syscalls.
-    workspaces: Mutex<HashMap<String, std::path::PathBuf>>,
+    workspaces: Mutex<HashMap<SessionId, std::path::PathBuf>>,
 }
 
 /// The host-side parts a turn needs besides storage and events.
@@ -234,7 +235,7 @@ impl TurnService {
         bound: bool,
     ) -> Result<TurnId> {
         let inner = &self.inner;
-        let session_id = SessionId::parse(&session.id)?;
+        let session_id = session.id;
         let turn_id = TurnId::new();
         // Records and events keep the redacted input; only the model sees it raw.
         let shown_input = SecretRedactor::new().redact_str_for(&input, View::Durable);
@@ -260,15 +261,14 @@ impl TurnService {
         let reason: CancelReason = Arc::default();
         let token = inner.running.insert(turn_id, reason.clone());
         inner.metrics.turn_started();
-        let sid = session.id.clone();
-        let tid = turn_id.to_string();
         if let Err(e) = inner
             .events
             .append(
-                &sid,
-                Some(&tid),
-                "turn.started",
-                json!({"input": shown_input}),
+                session_id,
+                Some(turn_id),
+                EventPayload::TurnStarted(events::TurnStarted {
+                    input: shown_input.clone(),
+                }),
             )
             .await
         {
@@ -318,42 +318,40 @@ impl TurnService {
             .drive(&ctx, &token, &mut new_messages, &mut steps)
             .await;
         let inner = &self.inner;
-        let sid = ctx.session.id.as_str();
-        let (status, output, why, error) = match end {
-            Ok(out) => (TurnStatus::Completed, Some(out), None, None),
-            Err(TurnEnd::Failed { reason, error }) => {
-                (TurnStatus::Failed, None, Some(reason), Some(error))
+        let sid = ctx.session.id;
+        // The record and the terminal event say the same; the final text is
+        // model output, so both keep it redacted.
+        let (finish, payload) = match end {
+            Ok(out) => {
+                let output = SecretRedactor::new().redact_str_for(&out, View::Durable);
+                (
+                    TurnFinish::completed(ctx.turn_id, output.clone(), steps),
+                    EventPayload::TurnCompleted(events::TurnCompleted { output, steps }),
+                )
             }
-            Err(TurnEnd::Cancelled) => (
-                TurnStatus::Cancelled,
-                None,
-                Some(reason.get().copied().unwrap_or("cancelled")),
-                None,
+            Err(TurnEnd::Failed { reason, error }) => (
+                TurnFinish::failed(ctx.turn_id, reason, error.clone(), steps),
+                EventPayload::TurnFailed(events::TurnFailed {
+                    reason: reason.to_owned(),
+                    error,
+                }),
             ),
-        };
-        // The final text is model output: records and events keep it redacted.
-        let output = output.map(|o| SecretRedactor::new().redact_str_for(&o, View::Durable));
-        let (kind, data) = match status {
-            TurnStatus::Completed => ("turn.completed", json!({"output": output, "steps": steps})),
-            TurnStatus::Failed => ("turn.failed", json!({"reason": why, "error": error})),
-            // `run` only ever ends a turn; a running status cannot reach here.
-            TurnStatus::Cancelled | TurnStatus::Running => {
-                ("turn.cancelled", json!({"reason": why}))
+            Err(TurnEnd::Cancelled) => {
+                let reason = reason.get().copied().unwrap_or("cancelled");
+                (
+                    TurnFinish::cancelled(ctx.turn_id, reason, steps),
+                    EventPayload::TurnCancelled(events::TurnCancelled {
+                        reason: reason.to_owned(),
+                    }),
+                )
             }
         };
-        let finish = TurnFinish {
-            turn_id: ctx.turn_id.to_string(),
-            status,
-            output,
-            reason: why.map(str::to_owned),
-            error,
-            steps,
-        };
+        let status = finish.status;
         // State, messages and the terminal event commit together; the event is
         // published only if this transition won (a cancel elsewhere may have).
         match inner
             .events
-            .append_final(sid, kind, data, finish.clone(), new_messages)
+            .append_final(sid, payload, finish.clone(), new_messages)
             .await
         {
             Ok(Some(_)) => inner.metrics.turn_finished(status, started.elapsed()),
@@ -383,8 +381,8 @@ impl TurnService {
         steps: &mut u32,
     ) -> Result<String, TurnEnd> {
         let inner = &self.inner;
-        let sid = ctx.session.id.as_str();
-        let tid = ctx.turn_id.to_string();
+        let sid = ctx.session.id;
+        let tid = ctx.turn_id;
         let db = |e: sqlx::Error| TurnEnd::Failed {
             reason: "internal",
             error: format!("database: {e}"),
@@ -409,15 +407,15 @@ impl TurnService {
         let catalog = &core.resolved;
         let call_ctx = CallContext {
             scope: ctx.scope.clone(),
-            session_id: ctx.session.id.clone(),
-            turn_id: tid.clone(),
+            session_id: ctx.session.id,
+            turn_id: tid,
             workspace: self.workspace_of(&ctx.scope, &ctx.session).map_err(|e| {
                 TurnEnd::Failed {
                     reason: "workspace",
                     error: e.to_string(),
                 }
             })?,
-            state_dir: HomeLayout::new(&inner.home).session_state_dir(&ctx.session.id),
+            state_dir: HomeLayout::new(&inner.home).session_state_dir(&sid.to_string()),
             core_fingerprint: catalog.fingerprint().to_owned(),
             skills: std::sync::Arc::new(core.skills.clone()),
             cancel: token.clone(),
@@ -463,7 +461,7 @@ impl TurnService {
             h.extend(
                 inner
                     .store
-                    .recent_messages(sid, HISTORY_MESSAGES)
+                    .recent_messages(&sid.to_string(), HISTORY_MESSAGES)
                     .await
                     .map_err(db)?,
             );
@@ -499,9 +497,11 @@ impl TurnService {
                         .events
                         .append(
                             sid,
-                            Some(&tid),
-                            "message",
-                            json!({"role": "assistant", "content": shown}),
+                            Some(tid),
+                            EventPayload::Message(events::Message {
+                                role: "assistant".into(),
+                                content: shown,
+                            }),
                         )
                         .await
                         .map_err(ev)?;
@@ -556,7 +556,7 @@ impl TurnService {
         if cache.len() >= 65_536 {
             cache.clear();
         }
-        cache.insert(session.id.clone(), dir.clone());
+        cache.insert(session.id, dir.clone());
         Ok(dir)
     }
 
@@ -614,10 +614,11 @@ impl TurnService {
                 self.inner
                     .events
                     .append(
-                        &row.session_id,
-                        Some(&row.id),
-                        "turn.cancelled",
-                        json!({"reason": "cancelled"}),
+                        row.session_id,
+                        Some(row.id),
+                        EventPayload::TurnCancelled(events::TurnCancelled {
+                            reason: "cancelled".into(),
+                        }),
                     )
                     .await?;
             }
@@ -636,10 +637,12 @@ impl TurnService {
             self.inner
                 .events
                 .append(
-                    &t.session_id,
-                    Some(&t.turn_id),
-                    "turn.failed",
-                    json!({"reason": "lost", "error": "the server stopped while the turn was running"}),
+                    t.session_id,
+                    Some(t.turn_id),
+                    EventPayload::TurnFailed(events::TurnFailed {
+                        reason: "lost".into(),
+                        error: "the server stopped while the turn was running".into(),
+                    }),
                 )
                 .await?;
         }

@@ -6,15 +6,18 @@
 //!   [`UnknownValue`] error (the store reports it as a decode error), never a
 //!   default.
 //! - [`risk`]: the one [`Risk`] and the one [`ApprovalPolicy`].
+//! - [`events`]: every event kind and its payload ([`events::EventPayload`]),
+//!   and the event frame ([`events::Event`]); how to add a kind is in its docs.
 //!
 //! Adding a value to one of these enums is a wire change: every `match` on it
 //! is exhaustive (no `_ =>` arms), so the compiler lists what must decide
 //! about the new value.
 
+pub mod events;
 pub mod risk;
 pub mod states;
 
 pub use risk::{ApprovalPolicy, Risk};
 pub use states::{
-    ApprovalState, ClarificationState, Decision, TaskStatus, TurnStatus, UnknownValue,
+    ApprovalState, ClarificationState, Decision, TaskStatus, ToolStatus, TurnStatus, UnknownValue,
 };

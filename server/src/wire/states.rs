@@ -127,6 +127,24 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// The typed outcome of a tool call (`tool.result`'s `status`).
+    ToolStatus, "tool status" {
+        Succeeded = "succeeded",
+        /// A policy, a guard, a capability or a human refused it.
+        Denied = "denied",
+        /// The arguments do not fit the tool's schema or rules.
+        Invalid = "invalid",
+        /// No such tool in the turn's catalog.
+        NotFound = "not_found",
+        Failed = "failed",
+        TimedOut = "timed_out",
+        Cancelled = "cancelled",
+        /// It may or may not have taken effect.
+        Indeterminate = "indeterminate",
+    }
+}
+
 impl TurnStatus {
     pub fn is_terminal(self) -> bool {
         self != TurnStatus::Running

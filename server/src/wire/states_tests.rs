@@ -20,6 +20,7 @@ fn every_value_round_trips_through_its_one_spelling() {
     round_trips(Decision::ALL);
     round_trips(ClarificationState::ALL);
     round_trips(TaskStatus::ALL);
+    round_trips(ToolStatus::ALL);
 }
 
 #[test]
