@@ -128,10 +128,11 @@ impl Relays {
             return Ok(false);
         };
         let mut cursor = conv.relayed_seq;
-        let mut sub =
-            inner
-                .events
-                .subscribe(crate::ids::SessionId::parse(sid)?, cursor, OnLag::Refill);
+        // A stored session id that does not parse names no session to follow.
+        let Ok(session) = crate::ids::SessionId::parse(sid) else {
+            return Ok(false);
+        };
+        let mut sub = inner.events.subscribe(session, cursor, OnLag::Refill);
         let mut state = RelayState::default();
         loop {
             let next = tokio::select! {
