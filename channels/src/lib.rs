@@ -12,8 +12,8 @@
 //! - [`commands`]: `/approve`, `/deny`, `/stop`, `/new`, and the data an
 //!   approval button carries.
 //!
-//! The server mounts these behind its webhook routes and outbox as the
-//! channel issue lands.
+//! The server's `channels` room mounts these behind its webhook routes
+//! (`POST /v1/channels/{kind}/{account}`), its relay and its outbox.
 
 pub mod commands;
 pub mod outbound;
@@ -24,7 +24,7 @@ pub mod wire;
 use std::fmt;
 use std::str::FromStr;
 
-/// A chat platform a webhook route can name: `POST /v1/channels/{kind}/{tenant}/…`.
+/// A chat platform a webhook route can name: `POST /v1/channels/{kind}/{account}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChannelKind {

@@ -663,6 +663,12 @@ fn slack_message(event_id: &str, user: &str, channel: &str, ts: &str, text: &str
             "text": text, "ts": ts, "event_ts": ts}})
 }
 
+fn slack_in_thread(event_id: &str, user: &str, ts: &str, thread: &str, text: &str) -> Value {
+    let mut m = slack_message(event_id, user, "C1", ts, text);
+    m["event"]["thread_ts"] = json!(thread);
+    m
+}
+
 fn slack_posts(r: &Rec, channel: &str) -> bool {
     r.path == "/chat.postMessage" && r.body["channel"] == channel
 }
@@ -835,6 +841,68 @@ async fn slack_end_to_end() {
         slack
             .wait(1, "the final reply", |r| r.body["text"] == "written")
             .await;
+
+        // A question in a thread: the next message of the thread answers it.
+        let ask = script(json!([
+            {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which branch?", "choices": ["main", "dev"]}}]},
+            {"content": "thanks"}
+        ]));
+        let thread = "1700000001.000700";
+        let m = slack_message("Ev7", "U1", "C1", thread, &ask);
+        assert_eq!(slack_event(&app, &path, &m).await.0, 200);
+        let q = slack
+            .wait(1, "the question", |r| {
+                r.body["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("Which branch?")
+            })
+            .await;
+        assert!(q[0].body["text"].as_str().unwrap().contains("main / dev"));
+        assert_eq!(q[0].body["thread_ts"], thread);
+        let answer = slack_in_thread("Ev8", "U1", "1700000001.000800", thread, "dev");
+        assert_eq!(slack_event(&app, &path, &answer).await.0, 200);
+        slack
+            .wait(1, "the turn going on", |r| {
+                r.body["text"] == "thanks" && r.body["thread_ts"] == thread
+            })
+            .await;
+
+        // /stop cancels the running turn (here: waiting on an approval);
+        // /new starts a new session for the thread.
+        let thread = "1700000001.000900";
+        let m = slack_message("Ev9", "U1", "C1", thread, &write_file_then("never"));
+        assert_eq!(slack_event(&app, &path, &m).await.0, 200);
+        slack
+            .wait(2, "a second card", |r| {
+                slack_posts(r, "C1") && r.body["blocks"].is_array()
+            })
+            .await;
+        let stop = slack_in_thread("Ev10", "U1", "1700000001.001000", thread, "/stop");
+        assert_eq!(slack_event(&app, &path, &stop).await.0, 200);
+        slack
+            .wait(1, "the stop notice", |r| {
+                r.body["text"] == "Stopped." && r.body["thread_ts"] == thread
+            })
+            .await;
+        let new = slack_in_thread("Ev11", "U1", "1700000001.001100", thread, "/new");
+        assert_eq!(slack_event(&app, &path, &new).await.0, 200);
+        slack
+            .wait(1, "the new-session notice", |r| {
+                r.body["text"] == "Started a new session." && r.body["thread_ts"] == thread
+            })
+            .await;
+        assert!(!slack.requests().iter().any(|r| r.body["text"] == "never"));
+
+        // Pairing approvals lock after repeated wrong codes.
+        let id = acct["id"].as_str().unwrap();
+        let pairings = format!("/v1/channels/accounts/{id}/pairings");
+        for _ in 0..5 {
+            let (st, _) = app.post(&op, &pairings, json!({"code": "ZZZZZZZZ"})).await;
+            assert_eq!(st, 404);
+        }
+        let (st, body) = app.post(&op, &pairings, json!({"code": "ZZZZZZZZ"})).await;
+        assert_eq!(st, 429, "{body}");
     }
 }
 

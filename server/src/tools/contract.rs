@@ -199,6 +199,9 @@ pub struct CallContext {
     /// The core's skills: (id, absolute path of the markdown file).
     pub skills: Arc<Vec<(String, PathBuf)>>,
     pub cancel: CancellationToken,
+    /// A chat channel's turn: its principal reads only this session's
+    /// history ([`crate::history::Reach::bound`]).
+    pub bound_session: bool,
 }
 
 /// The walls every effect of a tenant stays inside: the child-process
@@ -391,6 +394,7 @@ pub(crate) mod testing {
             core_fingerprint: "fp".into(),
             skills: Arc::new(Vec::new()),
             cancel: CancellationToken::new(),
+            bound_session: false,
         };
         let input = CatalogInput {
             core_id: "core".into(),

@@ -88,7 +88,11 @@ impl Tool for SessionSearch {
             preview,
             session_cacheable: true,
         };
-        let reach = Reach::owned(&env.ctx.scope);
+        let reach = if env.ctx.bound_session {
+            Reach::bound(&env.ctx.scope, &env.ctx.session_id.to_string())
+        } else {
+            Reach::owned(&env.ctx.scope)
+        };
         Plan::run(Gate::one(approval), PlannedSearch { reach, request })
     }
 

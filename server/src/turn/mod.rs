@@ -99,6 +99,8 @@ struct TurnContext {
     /// The input with secrets replaced, as records and history keep it.
     shown_input: String,
     mode: Mode,
+    /// A chat channel's turn (see [`TurnService::start_bound`]).
+    bound: bool,
 }
 
 /// What drives the turn.
@@ -144,6 +146,29 @@ impl TurnService {
         input: String,
         script: Option<Value>,
     ) -> Result<TurnId> {
+        self.start_with(scope, session_id, input, script, false)
+            .await
+    }
+
+    /// Start a chat channel's turn: its principal reads only this session's
+    /// history (the conversation's binding).
+    pub async fn start_bound(
+        &self,
+        scope: &PrincipalScope,
+        session_id: SessionId,
+        input: String,
+    ) -> Result<TurnId> {
+        self.start_with(scope, session_id, input, None, true).await
+    }
+
+    async fn start_with(
+        &self,
+        scope: &PrincipalScope,
+        session_id: SessionId,
+        input: String,
+        script: Option<Value>,
+        bound: bool,
+    ) -> Result<TurnId> {
         let session = self.owned_session(scope, session_id).await?;
         let script = match script {
             // The fake provider also plays a script written in the text itself.
@@ -161,7 +186,7 @@ impl TurnService {
                 Some(script::parse(&v).map_err(Error::Invalid)?)
             }
         };
-        self.begin(scope, session, input, Mode::Model { script })
+        self.begin(scope, session, input, Mode::Model { script }, bound)
             .await
     }
 
@@ -185,7 +210,7 @@ impl TurnService {
             tool,
             arguments,
         };
-        let turn = self.begin(scope, session, input, mode).await?;
+        let turn = self.begin(scope, session, input, mode, false).await?;
         Ok((turn, call_id))
     }
 
@@ -207,6 +232,7 @@ impl TurnService {
         session: SessionRow,
         input: String,
         mode: Mode,
+        bound: bool,
     ) -> Result<TurnId> {
         let inner = &self.inner;
         let session_id = session.id;
@@ -268,6 +294,7 @@ impl TurnService {
             input,
             shown_input,
             mode,
+            bound,
         };
         let this = self.clone();
         inner
@@ -392,6 +419,7 @@ impl TurnService {
             core_fingerprint: catalog.fingerprint().to_owned(),
             skills: std::sync::Arc::new(core.skills.clone()),
             cancel: token.clone(),
+            bound_session: ctx.bound,
         };
         let script = match &ctx.mode {
             Mode::Direct {
