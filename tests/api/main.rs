@@ -10,6 +10,7 @@ mod cores;
 mod effects;
 mod helpers;
 mod isolation;
+mod models;
 mod openai;
 mod operations;
 mod protection;

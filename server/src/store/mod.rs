@@ -22,7 +22,7 @@ use tokio::sync::{Mutex, MutexGuard};
 
 pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification};
 pub use events::{EventRow, NewEvent, TurnFinish};
-pub use messages::MessageHit;
+pub use messages::{Compaction, MessageHit, StoredMessage};
 pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
 pub use sessions::{NewSession, SessionRow};
 pub use tasks::{NewTask, TaskRow};

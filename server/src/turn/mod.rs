@@ -2,6 +2,8 @@
 //! model/tool loop through the provider and the dispatcher, emit events, and
 //! end in exactly one terminal state (completed, failed, cancelled).
 
+pub mod anthropic;
+pub mod context;
 pub mod fake;
 pub mod openai;
 pub mod provider;
@@ -29,15 +31,23 @@ use crate::store::{SessionRow, StartTurn, Store, TurnFinish, TurnRow, TurnStatus
 use provider::{ModelRequest, Provider};
 use script::ScriptStep;
 
-/// How much earlier conversation a turn sends to the model.
-const HISTORY_MESSAGES: u32 = 200;
+/// Most stored messages read back for one turn's context (a safety cap;
+/// the token budget decides what is sent, and compaction keeps the
+/// messages since the last summary well below this).
+const HISTORY_SCAN_MESSAGES: u32 = 5000;
+/// Tokens kept for the reply when the core's `model_options.max_tokens` says nothing.
+const DEFAULT_REPLY_RESERVE: u64 = 4096;
 
-/// Providers by the name sessions record.
+/// Providers by name; sessions record the default one, a core's
+/// `model.provider` may choose another.
 #[derive(Clone)]
 pub struct Providers {
     pub default: &'static str,
     pub fake: Arc<dyn Provider>,
     pub openai: Option<Arc<dyn Provider>>,
+    pub anthropic: Option<Arc<dyn Provider>>,
+    /// The context window (tokens) when a core's `model_options` sets none.
+    pub context_window: u64,
 }
 
 impl Providers {
@@ -45,6 +55,7 @@ impl Providers {
         match name {
             "fake" => Some(self.fake.clone()),
             "openai" => self.openai.clone(),
+            "anthropic" => self.anthropic.clone(),
             _ => None,
         }
     }
@@ -411,38 +422,35 @@ impl TurnService {
             }
             Mode::Model { script } => script.as_deref(),
         };
-        let provider =
-            inner
-                .providers
-                .get(&ctx.session.provider)
-                .ok_or_else(|| TurnEnd::Failed {
-                    reason: "provider_unavailable",
-                    error: format!(
-                        "provider {:?} is not configured on this server",
-                        ctx.session.provider
-                    ),
-                })?;
+        // The core's `model.provider` wins over the session's (the server default).
+        let provider_name = core
+            .model
+            .provider
+            .as_deref()
+            .unwrap_or(&ctx.session.provider);
+        let provider = inner
+            .providers
+            .get(provider_name)
+            .ok_or_else(|| TurnEnd::Failed {
+                reason: "provider_unavailable",
+                error: format!(
+                    "provider {provider_name:?} is not configured on this server (the server operator sets its key)"
+                ),
+            })?;
+        let tools = catalog.definitions();
         let mut history = if provider.name() == "fake" {
             Vec::new() // The fake provider never reads history; skip the query.
         } else {
-            let mut h = Vec::new();
-            if let Some(soul) = &core.soul {
-                h.push(json!({"role": "system", "content": soul}));
+            tokio::select! {
+                h = self.context(ctx, &core, provider.as_ref(), tools) => h.map_err(db)?,
+                _ = token.cancelled() => return Err(TurnEnd::Cancelled),
             }
-            h.extend(
-                inner
-                    .store
-                    .recent_messages(sid, HISTORY_MESSAGES)
-                    .await
-                    .map_err(db)?,
-            );
-            h
         };
         history.push(json!({"role": "user", "content": ctx.input}));
         // Stored history keeps the input as recorded at turn start (redacted).
         new_messages.push(json!({"role": "user", "content": ctx.shown_input}));
-        let tools = catalog.definitions();
         let max_steps = inner.max_steps.min(core.max_model_steps);
+        let options = Some(&core.model.options);
         for step in 0..max_steps as usize {
             *steps = step as u32 + 1;
             let reply = tokio::select! {
@@ -452,6 +460,8 @@ impl TurnService {
                     script,
                     step,
                     input: &ctx.input,
+                    model: core.model.model_name.as_deref(),
+                    options,
                 }) => r.map_err(|e| TurnEnd::Failed { reason: "provider", error: e.to_string() })?,
                 _ = token.cancelled() => return Err(TurnEnd::Cancelled),
             };
@@ -502,6 +512,159 @@ impl TurnService {
             reason: "max_model_steps",
             error: format!("the model made {max_steps} calls without finishing"),
         })
+    }
+
+    /// The model's context for a turn: the core's system text, the latest
+    /// summary and the newest turns that fit the model's window (see
+    /// [`context`]). When they no longer fit, older turns are compacted into
+    /// a new summary by the turn's own provider and model first.
+    async fn context(
+        &self,
+        ctx: &TurnContext,
+        core: &crate::core::repository::CoreView,
+        provider: &dyn Provider,
+        tools: &[Value],
+    ) -> Result<Vec<Value>, sqlx::Error> {
+        let inner = &self.inner;
+        let sid = ctx.session.id.as_str();
+        let window = core
+            .model
+            .context_window()
+            .unwrap_or(inner.providers.context_window);
+        let reserve = core
+            .model
+            .options
+            .get("max_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_REPLY_RESERVE)
+            .min(window / 2);
+        let mut out = Vec::new();
+        if let Some(soul) = &core.soul {
+            out.push(json!({"role": "system", "content": soul}));
+        }
+        let fixed = context::estimate_all(&out)
+            + context::estimate_all(tools)
+            + context::estimate_tokens(&json!({"role": "user", "content": ctx.input}))
+            + reserve;
+        let room = window.saturating_sub(fixed);
+        let compaction = inner.store.latest_compaction(sid).await?;
+        let after = compaction.as_ref().map_or(0, |c| c.until_message_id);
+        let stored = inner
+            .store
+            .messages_after(sid, after, HISTORY_SCAN_MESSAGES)
+            .await?;
+        let turns = group_turns(stored);
+        let mut summary = compaction.map(|c| c.summary);
+        let tokens_of = |s: &Option<String>| {
+            s.as_deref().map_or(0, |s| {
+                context::estimate_tokens(&context::summary_message(s))
+            })
+        };
+        let first = match context::plan(room, tokens_of(&summary), &turns) {
+            context::Plan::Send { first } => first,
+            context::Plan::Compact { upto, first } => {
+                let covered = &turns[..upto];
+                if let Some(new) = self
+                    .compact(
+                        provider,
+                        core,
+                        summary.as_deref(),
+                        covered,
+                        room,
+                        window,
+                        reserve,
+                    )
+                    .await
+                {
+                    let until = covered.last().map_or(after, |t| t.last_id);
+                    inner.store.save_compaction(sid, until, &new).await?;
+                    tracing::info!(
+                        session = sid,
+                        turns = upto,
+                        "compacted older turns into a summary"
+                    );
+                    summary = Some(new);
+                    first
+                } else {
+                    // No new summary: the old one stays, and what does not fit is left out.
+                    first.max(context::first_fitting(
+                        room.saturating_sub(tokens_of(&summary)),
+                        &turns,
+                        first,
+                    ))
+                }
+            }
+        };
+        if let Some(s) = &summary {
+            out.push(context::summary_message(s));
+        }
+        out.extend(turns.into_iter().skip(first).flat_map(|t| t.messages));
+        Ok(out)
+    }
+
+    /// Asks the provider for a summary of `turns` (and the previous
+    /// summary), bounded to a quarter of the room. `None` if it fails.
+    #[allow(clippy::too_many_arguments)]
+    async fn compact(
+        &self,
+        provider: &dyn Provider,
+        core: &crate::core::repository::CoreView,
+        previous: Option<&str>,
+        turns: &[context::StoredTurn],
+        room: u64,
+        window: u64,
+        reserve: u64,
+    ) -> Option<String> {
+        let mut transcript = String::new();
+        if let Some(p) = previous {
+            transcript.push_str("Summary of still earlier turns:\n");
+            transcript.push_str(p);
+            transcript.push_str("\n\n");
+        }
+        for m in turns.iter().flat_map(|t| &t.messages) {
+            transcript.push_str(&context::transcript_line(m));
+            transcript.push('\n');
+        }
+        // The compaction request itself fits the window too.
+        let prompt = json!({"role": "system", "content": context::COMPACTION_PROMPT});
+        let budget = window
+            .saturating_sub(reserve)
+            .saturating_sub(context::estimate_tokens(&prompt))
+            .saturating_sub(64);
+        let transcript = context::fit_text(&transcript, budget);
+        let messages = [
+            prompt,
+            json!({"role": "user", "content": format!("Transcript to compact:\n\n{transcript}")}),
+        ];
+        let reply = provider
+            .complete(ModelRequest {
+                messages: &messages,
+                tools: &[],
+                script: None,
+                step: 0,
+                input: "",
+                model: core.model.model_name.as_deref(),
+                options: Some(&core.model.options),
+            })
+            .await;
+        match reply {
+            Ok(r) => {
+                let text = r.content.unwrap_or_default();
+                let text = text.trim();
+                if text.is_empty() {
+                    return None;
+                }
+                let overhead = context::estimate_tokens(&context::summary_message(""));
+                Some(context::fit_text(
+                    text,
+                    context::summary_limit(room).saturating_sub(overhead),
+                ))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "context compaction failed; older turns are left out instead");
+                None
+            }
+        }
     }
 
     /// The session's workspace folder: a private folder of its owner.
@@ -646,4 +809,21 @@ fn model_view(reply: &provider::ModelReply) -> Value {
         call.arguments = r.redact_json_for(&call.arguments, View::Model);
     }
     redacted.to_message()
+}
+
+/// Stored messages grouped by turn, oldest first.
+fn group_turns(stored: Vec<crate::store::StoredMessage>) -> Vec<context::StoredTurn> {
+    let mut out: Vec<(String, i64, Vec<Value>)> = Vec::new();
+    for m in stored {
+        match out.last_mut() {
+            Some((turn, last, msgs)) if *turn == m.turn_id => {
+                *last = m.id;
+                msgs.push(m.body);
+            }
+            _ => out.push((m.turn_id, m.id, vec![m.body])),
+        }
+    }
+    out.into_iter()
+        .map(|(_, last, msgs)| context::StoredTurn::new(last, msgs))
+        .collect()
 }
