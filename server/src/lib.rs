@@ -25,6 +25,9 @@
 //!   execute step, and the host services it may use (no adapter imports `dispatch`).
 //! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment, sandbox.
 //! - [`tasks`]: durable background tasks and their logs.
+//! - [`history`]: session history search: reach (own sessions, a channel's
+//!   bound session, an operator's audited tenant-wide search), the three modes,
+//!   full-text query words; its SQL (FTS5 / tsvector) is in `store`.
 //! - [`running`]: the registry of work running on this node (turns, tasks) and its shutdown.
 //!
 //! Deciding and hiding:
@@ -33,7 +36,8 @@
 //!   family), URL policy, capabilities, approval policy and authority,
 //!   workspace path rules, file walls, argument schemas.
 //! - [`paths`]: the filesystem edge of the workspace rules (`..` and symlinks
-//!   resolved for real); [`net`]: the DNS edge of the URL policy.
+//!   resolved for real); [`net`]: the network edge of the URL policy, DNS
+//!   and [`net::Outbound`], the one HTTP client for tenant-driven requests.
 //! - [`redact`]: secret discovery and the five result views
 //!   ([`redact::redactor`]: names, known secrets, text detection, argv, views,
 //!   preview), and line-by-line redaction of live output.
@@ -56,6 +60,7 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod history;
 pub mod home;
 pub mod ids;
 pub mod metrics;
@@ -71,3 +76,4 @@ pub mod telemetry;
 pub mod time;
 pub mod tools;
 pub mod turn;
+pub mod wire;

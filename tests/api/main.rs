@@ -9,6 +9,7 @@ mod authority;
 mod cores;
 mod effects;
 mod helpers;
+mod history;
 mod isolation;
 mod models;
 mod openai;

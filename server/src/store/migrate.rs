@@ -72,6 +72,12 @@ const MIGRATIONS: &[Embedded] = &[
         postgres: include_str!("../../../migrations/postgres/0005_tenant_policy.sql"),
     },
     Embedded {
+        version: 40,
+        name: "history_search",
+        sqlite: include_str!("../../../migrations/sqlite/0040_history_search.sql"),
+        postgres: include_str!("../../../migrations/postgres/0040_history_search.sql"),
+    },
+    Embedded {
         version: 60,
         name: "session_compactions",
         sqlite: include_str!("../../../migrations/sqlite/0060_session_compactions.sql"),
