@@ -62,6 +62,10 @@ pub fn redact_url(url: &str) -> String {
 pub struct ApiKey(String);
 
 impl ApiKey {
+    pub fn new(key: String) -> Self {
+        Self(key)
+    }
+
     pub fn expose(&self) -> &str {
         &self.0
     }

@@ -78,6 +78,10 @@ impl Application {
             openai,
             anthropic,
             context_window: p.context_window,
+            config: Some(p.clone()),
+            sealer: Some(Arc::new(crate::credentials::Sealer::load_or_create(
+                &config.home,
+            )?)),
         };
         let quota = seed_storage_quota(&config, &store).await?;
         let walls = Arc::new(build_walls(&config, quota.clone())?);

@@ -376,3 +376,103 @@ async fn a_500_turn_session_stays_within_the_token_budget() {
         assert!(hits.to_string().contains("note 3:"), "{hits}");
     }
 }
+
+#[tokio::test]
+async fn a_tenant_admins_provider_key_is_sealed_and_serves_only_that_tenant() {
+    const TENANT_KEY: &str = "sk-ant-tenant-acme-7f3e9a1b2c";
+    for backend in backends() {
+        let standin = Anthropic::start().await;
+        // The operator offers the endpoint but no key of its own.
+        let app = spawn_with(
+            backend,
+            Opts::default().env("DEMIURGE_ANTHROPIC_BASE_URL", &standin.base_url),
+        )
+        .await;
+        let admin = app.token_with("acme", "ada", "admin", "1h");
+        let op = app.token_with("acme", "olga", "operator", "1h");
+        let member = app.token("acme", "mia");
+        let r = app
+            .client
+            .put(app.url("/v1/tenant/providers/anthropic"))
+            .bearer_auth(&member)
+            .json(&json!({"api_key": TENANT_KEY}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403);
+        let r = app
+            .client
+            .put(app.url("/v1/tenant/providers/anthropic"))
+            .bearer_auth(&admin)
+            .json(&json!({"api_key": TENANT_KEY}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let body = r.text().await.unwrap();
+        assert!(!body.contains(TENANT_KEY), "{body}");
+        let (st, list) = app.get(&op, "/v1/tenant/providers").await;
+        assert_eq!(st, 200);
+        assert_eq!(list["providers"][0]["provider"], "anthropic");
+        assert_eq!(list["providers"][0]["updated_by"], "ada");
+        assert!(!list.to_string().contains(TENANT_KEY));
+        assert_eq!(app.get(&member, "/v1/tenant/providers").await.0, 403);
+        let (st, _) = app
+            .post(&admin, "/v1/tenant/providers/nope", json!({}))
+            .await;
+        assert_eq!(st, 405);
+
+        let core = "schema_version: 1\nagent:\n  id: claude\nmodel:\n  provider: anthropic\ntools:\n  toolsets: []\n";
+        put_core(&app, &admin, "claude", core).await;
+        let (_, s) = app
+            .post(&member, "/v1/sessions", json!({"core": "claude"}))
+            .await;
+        let sid = s["id"].as_str().unwrap().to_owned();
+        let tid = app.start_turn(&member, &sid, json!({"input": "hi"})).await;
+        let turn = app.wait_turn(&member, &sid, &tid).await;
+        assert_eq!(turn["status"], "completed", "{turn}");
+        let seen = standin.requests();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].api_key.as_deref(), Some(TENANT_KEY));
+
+        // Another tenant with the same core does not get acme's key.
+        let globex = app.token_with("globex", "gus", "admin", "1h");
+        put_core(&app, &globex, "claude", core).await;
+        let (_, s) = app
+            .post(&globex, "/v1/sessions", json!({"core": "claude"}))
+            .await;
+        let gsid = s["id"].as_str().unwrap().to_owned();
+        let tid = app.start_turn(&globex, &gsid, json!({"input": "hi"})).await;
+        let turn = app.wait_turn(&globex, &gsid, &tid).await;
+        assert_eq!(turn["reason"], "provider_unavailable", "{turn}");
+        assert_eq!(standin.requests().len(), 1);
+
+        // Sealed at rest, never logged; the server key is private.
+        if backend == Backend::Sqlite {
+            let needle = TENANT_KEY.as_bytes();
+            for file in ["demiurge.db", "demiurge.db-wal"] {
+                let Ok(db) = std::fs::read(app.home.join(file)) else {
+                    continue;
+                };
+                assert!(!db.windows(needle.len()).any(|w| w == needle), "{file}");
+            }
+        }
+        assert!(!app.log().contains(TENANT_KEY));
+        assert_eq!(mode(&app.home.join("keys/credentials.key")) & 0o777, 0o600);
+
+        // Removed: the tenant's turns on that provider stop.
+        let r = app
+            .client
+            .delete(app.url("/v1/tenant/providers/anthropic"))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 204);
+        let tid = app
+            .start_turn(&member, &sid, json!({"input": "again"}))
+            .await;
+        let turn = app.wait_turn(&member, &sid, &tid).await;
+        assert_eq!(turn["reason"], "provider_unavailable", "{turn}");
+    }
+}

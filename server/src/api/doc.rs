@@ -10,8 +10,8 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::{Event, EventType, SseEvent};
 use super::{
-    approvals, cores, events, health, principals, search, sessions, stream, tasks, tenant_policy,
-    tokens, tools, turns,
+    approvals, cores, events, health, principals, providers, search, sessions, stream, tasks,
+    tenant_policy, tokens, tools, turns,
 };
 
 #[derive(OpenApi)]
@@ -29,6 +29,7 @@ use super::{
         tokens::issue_token, tokens::revoke_tokens,
         principals::list_principals, principals::disable_principal, principals::enable_principal,
         tenant_policy::get_tenant_policy, tenant_policy::put_tenant_policy,
+        providers::list_provider_keys, providers::put_provider_key, providers::delete_provider_key,
         cores::list_cores, cores::get_core, cores::get_core_file, cores::put_core_file,
         cores::delete_core_file, cores::list_core_versions, cores::diff_core,
     ),

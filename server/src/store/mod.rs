@@ -7,6 +7,7 @@ mod events;
 mod history;
 mod messages;
 mod migrate;
+mod provider_keys;
 mod revocations;
 mod sessions;
 mod tasks;
@@ -26,6 +27,7 @@ pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification
 pub use events::{EventRow, NewEvent, TurnFinish};
 pub use history::AuditRow;
 pub use messages::{Compaction, StoredMessage};
+pub use provider_keys::ProviderKeyRow;
 pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
 pub use sessions::{NewSession, SessionRow};
 pub use tasks::{NewTask, TaskRow};

@@ -48,7 +48,19 @@ pub struct Providers {
     pub anthropic: Option<Arc<dyn Provider>>,
     /// The context window (tokens) when a core's `model_options` sets none.
     pub context_window: u64,
+    /// Base URLs and default models for clients built with a tenant's key.
+    pub config: Option<crate::config::ProviderConfig>,
+    /// Opens the provider keys tenants' admins configured.
+    pub sealer: Option<Arc<crate::credentials::Sealer>>,
 }
+
+/// Providers a tenant's own key configures, by name (`openai`, `anthropic`).
+pub const TENANT_PROVIDERS: &[&str] = &["openai", "anthropic"];
+
+/// How long a tenant's provider client is reused before its key is read again.
+const TENANT_PROVIDER_TTL: Duration = Duration::from_secs(2);
+
+type TenantProviderCache = Mutex<HashMap<(TenantId, String), (Instant, Option<Arc<dyn Provider>>)>>;
 
 impl Providers {
     fn get(&self, name: &str) -> Option<Arc<dyn Provider>> {
@@ -77,6 +89,8 @@ struct Inner {
     home: std::path::PathBuf,
     /// Canonical workspace folder per session, so turns skip the syscalls.
     workspaces: Mutex<HashMap<String, std::path::PathBuf>>,
+    /// Clients built with tenants' own keys, briefly cached.
+    tenant_providers: TenantProviderCache,
 }
 
 /// The host-side parts a turn needs besides storage and events.
@@ -138,6 +152,7 @@ impl TurnService {
                 cores: deps.cores,
                 home: deps.home,
                 workspaces: Mutex::new(HashMap::new()),
+                tenant_providers: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -431,9 +446,15 @@ impl TurnService {
             .provider
             .as_deref()
             .unwrap_or(&ctx.session.provider);
-        let provider = inner
-            .providers
-            .get(provider_name)
+        let own = self
+            .tenant_provider(tenant, provider_name)
+            .await
+            .map_err(|e| TurnEnd::Failed {
+                reason: "provider",
+                error: format!("tenant provider key: {e}"),
+            })?;
+        let provider = own
+            .or_else(|| inner.providers.get(provider_name))
             .ok_or_else(|| TurnEnd::Failed {
                 reason: "provider_unavailable",
                 error: format!(
@@ -515,6 +536,122 @@ impl TurnService {
             reason: "max_model_steps",
             error: format!("the model made {max_steps} calls without finishing"),
         })
+    }
+
+    /// A client of `name` with the tenant's own key, if its admin set one
+    /// (it wins over the server operator's key).
+    async fn tenant_provider(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+    ) -> anyhow::Result<Option<Arc<dyn Provider>>> {
+        let inner = &self.inner;
+        let (Some(sealer), Some(config)) = (&inner.providers.sealer, &inner.providers.config)
+        else {
+            return Ok(None);
+        };
+        if !TENANT_PROVIDERS.contains(&name) {
+            return Ok(None);
+        }
+        let key = (tenant.clone(), name.to_owned());
+        if let Some((at, p)) = inner
+            .tenant_providers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            if at.elapsed() < TENANT_PROVIDER_TTL {
+                return Ok(p.clone());
+            }
+        }
+        let built: Option<Arc<dyn Provider>> = match inner.store.provider_key(tenant, name).await? {
+            None => None,
+            Some(row) => {
+                let api_key = sealer.open(tenant, name, &row.sealed)?;
+                Some(match name {
+                    "anthropic" => Arc::new(anthropic::AnthropicProvider::new(
+                        &config.anthropic_base_url,
+                        Some(api_key),
+                        &config.model_for(&crate::config::ProviderKind::Anthropic),
+                    )?),
+                    _ => Arc::new(openai::OpenAiProvider::new(
+                        &config.openai_base_url,
+                        Some(api_key),
+                        &config.model_for(&crate::config::ProviderKind::OpenAi),
+                    )?),
+                })
+            }
+        };
+        let mut cache = inner
+            .tenant_providers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= 4096 {
+            cache.clear();
+        }
+        cache.insert(key, (Instant::now(), built.clone()));
+        Ok(built)
+    }
+
+    /// The providers the caller's tenant has its own key for (operators and admins).
+    pub async fn provider_keys(
+        &self,
+        scope: &PrincipalScope,
+    ) -> Result<Vec<crate::store::ProviderKeyRow>> {
+        if !scope.is_operator() {
+            return Err(Error::Forbidden(
+                "provider keys are managed by tenant operators and admins".into(),
+            ));
+        }
+        Ok(self.inner.store.provider_keys(scope.tenant()).await?)
+    }
+
+    /// Seal and store the tenant's key for `provider` (tenant admins only).
+    pub async fn set_provider_key(
+        &self,
+        scope: &PrincipalScope,
+        provider: &str,
+        api_key: &str,
+    ) -> Result<crate::store::ProviderKeyRow> {
+        admin_only(scope)?;
+        let sealer =
+            self.inner.providers.sealer.as_ref().ok_or_else(|| {
+                Error::Unavailable("this server cannot store provider keys".into())
+            })?;
+        let sealed = sealer
+            .seal(scope.tenant(), provider, api_key)
+            .map_err(|e| Error::Internal(e.into()))?;
+        let row = self
+            .inner
+            .store
+            .put_provider_key(scope.tenant(), provider, &sealed, scope.principal())
+            .await?;
+        self.forget_tenant_provider(scope.tenant(), provider);
+        Ok(row)
+    }
+
+    /// Remove the tenant's key for `provider` (tenant admins only).
+    pub async fn delete_provider_key(&self, scope: &PrincipalScope, provider: &str) -> Result<()> {
+        admin_only(scope)?;
+        let existed = self
+            .inner
+            .store
+            .delete_provider_key(scope.tenant(), provider)
+            .await?;
+        self.forget_tenant_provider(scope.tenant(), provider);
+        if existed {
+            Ok(())
+        } else {
+            Err(Error::NotFound)
+        }
+    }
+
+    fn forget_tenant_provider(&self, tenant: &TenantId, provider: &str) {
+        self.inner
+            .tenant_providers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(tenant.clone(), provider.to_owned()));
     }
 
     /// The model's context for a turn: the core's system text, the latest
@@ -829,4 +966,16 @@ fn group_turns(stored: Vec<crate::store::StoredMessage>) -> Vec<context::StoredT
     out.into_iter()
         .map(|(_, last, msgs)| context::StoredTurn::new(last, msgs))
         .collect()
+}
+
+/// Provider keys of a tenant are its admins' to set.
+fn admin_only(scope: &PrincipalScope) -> Result<()> {
+    if scope.role() == crate::auth::Role::Admin {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(format!(
+            "setting a provider key needs the admin role; yours is {}",
+            scope.role().as_str()
+        )))
+    }
 }
