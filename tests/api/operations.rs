@@ -347,7 +347,7 @@ async fn migrations_are_checksummed_and_the_old_bookkeeping_is_adopted() {
         let mut conn = db_conn(&app).await;
         let fresh = applied_migrations(&mut conn).await;
         let versions: Vec<i64> = fresh.iter().map(|(v, _)| *v).collect();
-        assert_eq!(versions, [1, 2, 3, 4, 5], "{backend:?}");
+        assert_eq!(versions, [1, 2, 3, 4, 5, 40, 60, 61], "{backend:?}");
         assert!(
             fresh.iter().all(|(_, c)| c.len() == 48),
             "SHA-384 checksums"
@@ -355,17 +355,18 @@ async fn migrations_are_checksummed_and_the_old_bookkeeping_is_adopted() {
         assert!(!table_exists(&mut conn, backend, "demiurge_migrations").await);
 
         // A database as the previous runner left it: its own table, no checksums.
-        sqlx::raw_sql(
+        let rows: Vec<String> = versions
+            .iter()
+            .map(|v| format!("({v}, 'migration {v}', 1)"))
+            .collect();
+        let old_runner = format!(
             "DROP TABLE _sqlx_migrations;
              CREATE TABLE demiurge_migrations (
                 version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL);
-             INSERT INTO demiurge_migrations (version, name, applied_at) VALUES
-                (1, 'foundation', 1), (2, 'approvals', 1), (3, 'tasks', 1),
-                (4, 'tokens', 1), (5, 'tenant_policy', 1);",
-        )
-        .execute(&mut conn)
-        .await
-        .unwrap();
+             INSERT INTO demiurge_migrations (version, name, applied_at) VALUES {};",
+            rows.join(", ")
+        );
+        sqlx::raw_sql(&old_runner).execute(&mut conn).await.unwrap();
         conn.close().await.unwrap();
         let app = app.restart_after_crash().await;
         let (status, _) = app.get(&tok, &format!("/v1/sessions/{sid}")).await;
