@@ -163,7 +163,9 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "DEMIURGE_BIND", default_value = "127.0.0.1:8080")]
     pub bind: String,
-    /// Model provider: `fake` (offline, deterministic) or `openai` (any compatible endpoint).
+    /// Default model provider: `fake` (offline, deterministic), `openai` (any
+    /// compatible endpoint) or `anthropic` (the Messages API). A core's
+    /// `model.provider` may choose another configured one.
     #[arg(long, env = "DEMIURGE_PROVIDER")]
     pub provider: Option<String>,
     /// Base URL of the OpenAI-compatible endpoint.
@@ -173,12 +175,26 @@ pub struct ServeArgs {
         default_value = "https://api.openai.com/v1"
     )]
     pub openai_base_url: String,
-    /// Model name sent to the provider.
-    #[arg(long, env = "DEMIURGE_MODEL", default_value = "gpt-4o-mini")]
-    pub model: String,
-    /// Most model calls in one turn before it fails with `max_model_steps`.
-    #[arg(long, env = "DEMIURGE_MAX_MODEL_STEPS", default_value_t = 16)]
+    /// Base URL of the Anthropic Messages API.
+    #[arg(
+        long,
+        env = "DEMIURGE_ANTHROPIC_BASE_URL",
+        default_value = "https://api.anthropic.com"
+    )]
+    pub anthropic_base_url: String,
+    /// Model name sent to the provider when a core names none (default
+    /// `gpt-4o-mini` for openai, `claude-sonnet-4-5` for anthropic).
+    #[arg(long, env = "DEMIURGE_MODEL")]
+    pub model: Option<String>,
+    /// Server maximum of model calls in one turn; a core's
+    /// `runtime.max_model_steps` (default 90) applies below it.
+    #[arg(long, env = "DEMIURGE_MAX_MODEL_STEPS", default_value_t = 90)]
     pub max_model_steps: u32,
+    /// The model's context window in tokens, when a core's
+    /// `model_options.context_window` does not say: history sent to the
+    /// model is kept within it, older turns compacted into a summary.
+    #[arg(long, env = "DEMIURGE_CONTEXT_WINDOW", default_value_t = 128_000)]
+    pub context_window: u64,
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "DEMIURGE_BODY_LIMIT", default_value_t = 1024 * 1024)]
     pub body_limit: usize,

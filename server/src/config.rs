@@ -62,6 +62,10 @@ pub fn redact_url(url: &str) -> String {
 pub struct ApiKey(String);
 
 impl ApiKey {
+    pub fn new(key: String) -> Self {
+        Self(key)
+    }
+
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -77,6 +81,17 @@ impl fmt::Debug for ApiKey {
 pub enum ProviderKind {
     Fake,
     OpenAi,
+    Anthropic,
+}
+
+impl ProviderKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProviderKind::Fake => "fake",
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Anthropic => "anthropic",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -84,7 +99,33 @@ pub struct ProviderConfig {
     pub kind: ProviderKind,
     pub openai_base_url: String,
     pub openai_api_key: Option<ApiKey>,
-    pub model: String,
+    pub anthropic_base_url: String,
+    pub anthropic_api_key: Option<ApiKey>,
+    /// `--model`, if given; otherwise each provider's own default.
+    pub model: Option<String>,
+    /// Tokens of context when a core does not say (`--context-window`).
+    pub context_window: u64,
+}
+
+impl ProviderConfig {
+    /// Whether the server can speak `kind` (the default one, or one with a key).
+    pub fn offers(&self, kind: &ProviderKind) -> bool {
+        &self.kind == kind
+            || match kind {
+                ProviderKind::Fake => true,
+                ProviderKind::OpenAi => self.openai_api_key.is_some(),
+                ProviderKind::Anthropic => self.anthropic_api_key.is_some(),
+            }
+    }
+
+    /// The model a provider is asked for when the core names none.
+    pub fn model_for(&self, kind: &ProviderKind) -> String {
+        match (&self.model, kind) {
+            (Some(m), k) if k == &self.kind => m.clone(),
+            (_, ProviderKind::Anthropic) => "claude-sonnet-4-5".into(),
+            (_, _) => "gpt-4o-mini".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -287,22 +328,35 @@ impl Config {
             .ok()
             .filter(|k| !k.trim().is_empty())
             .map(ApiKey);
+        let anthropic_key = std::env::var("DEMIURGE_ANTHROPIC_API_KEY")
+            .ok()
+            .filter(|k| !k.trim().is_empty())
+            .map(ApiKey);
         let kind = match serve.provider.as_deref().map(str::trim) {
             None | Some("") => {
                 if api_key.is_some() {
                     ProviderKind::OpenAi
+                } else if anthropic_key.is_some() {
+                    ProviderKind::Anthropic
                 } else {
                     ProviderKind::Fake
                 }
             }
             Some("fake") => ProviderKind::Fake,
             Some("openai") => ProviderKind::OpenAi,
+            Some("anthropic") => ProviderKind::Anthropic,
             Some(other) => {
                 return Err(ConfigError(format!(
-                    "--provider {other:?} is not one of: fake, openai"
+                    "--provider {other:?} is not one of: fake, openai, anthropic"
                 )))
             }
         };
+        if serve.context_window < 1024 {
+            return Err(ConfigError(format!(
+                "--context-window {} is below 1024 tokens",
+                serve.context_window
+            )));
+        }
         if serve.max_model_steps == 0 {
             return Err(ConfigError("--max-model-steps must be at least 1".into()));
         }
@@ -430,7 +484,10 @@ impl Config {
                 kind,
                 openai_base_url: serve.openai_base_url.trim_end_matches('/').to_owned(),
                 openai_api_key: api_key,
-                model: serve.model.clone(),
+                anthropic_base_url: serve.anthropic_base_url.trim_end_matches('/').to_owned(),
+                anthropic_api_key: anthropic_key,
+                model: serve.model.clone().filter(|m| !m.trim().is_empty()),
+                context_window: serve.context_window,
             },
             max_model_steps: serve.max_model_steps,
             body_limit: serve.body_limit,

@@ -11,6 +11,7 @@
 //! - [`api`]: HTTP/SSE/WebSocket routes; thin: parse, call the host, map errors
 //!   (`api::error`: every rejection is the JSON envelope; `api::doc`: the OpenAPI document).
 //! - [`auth`]: JWT issue/verify, the immutable [`auth::PrincipalScope`], rate limits.
+//! - [`credentials`]: model provider keys of tenants, sealed at rest (AEAD).
 //! - [`store`]: every SQL statement, on SQLite or PostgreSQL through one pool.
 //! - [`events`]: the durable event log (persist, then fan out).
 //!
@@ -68,6 +69,7 @@ pub mod channels;
 pub mod cli;
 pub mod config;
 pub mod core;
+pub mod credentials;
 pub mod dispatch;
 pub mod error;
 pub mod events;

@@ -22,6 +22,7 @@ use crate::dispatch::Dispatcher;
 use crate::events::{EventLog, Hub};
 use crate::metrics::Metrics;
 use crate::store::Store;
+use crate::turn::anthropic::AnthropicProvider;
 use crate::turn::fake::FakeProvider;
 use crate::turn::openai::OpenAiProvider;
 use crate::turn::{Providers, TurnDeps, TurnService};
@@ -50,21 +51,37 @@ impl Application {
         if config.database.backend == crate::config::Backend::Postgres {
             events.follow_peers(config.database.url.clone());
         }
-        let openai: Option<Arc<dyn crate::turn::provider::Provider>> = match config.provider.kind {
-            ProviderKind::OpenAi => Some(Arc::new(OpenAiProvider::new(
-                &config.provider.openai_base_url,
-                config.provider.openai_api_key.clone(),
-                &config.provider.model,
-            )?)),
-            ProviderKind::Fake => None,
-        };
+        let p = &config.provider;
+        let openai: Option<Arc<dyn crate::turn::provider::Provider>> =
+            if p.offers(&ProviderKind::OpenAi) {
+                Some(Arc::new(OpenAiProvider::new(
+                    &p.openai_base_url,
+                    p.openai_api_key.clone(),
+                    &p.model_for(&ProviderKind::OpenAi),
+                )?))
+            } else {
+                None
+            };
+        let anthropic: Option<Arc<dyn crate::turn::provider::Provider>> =
+            if p.offers(&ProviderKind::Anthropic) {
+                Some(Arc::new(AnthropicProvider::new(
+                    &p.anthropic_base_url,
+                    p.anthropic_api_key.clone(),
+                    &p.model_for(&ProviderKind::Anthropic),
+                )?))
+            } else {
+                None
+            };
         let providers = Providers {
-            default: match config.provider.kind {
-                ProviderKind::Fake => "fake",
-                ProviderKind::OpenAi => "openai",
-            },
+            default: p.kind.name(),
             fake: Arc::new(FakeProvider),
             openai,
+            anthropic,
+            context_window: p.context_window,
+            config: Some(p.clone()),
+            sealer: Some(Arc::new(crate::credentials::Sealer::load_or_create(
+                &config.home,
+            )?)),
         };
         let quota = seed_storage_quota(&config, &store).await?;
         let walls = Arc::new(build_walls(&config, quota.clone())?);

@@ -13,6 +13,7 @@ mod helpers;
 mod history;
 mod isolation;
 mod mcp;
+mod models;
 mod openai;
 mod operations;
 mod protection;

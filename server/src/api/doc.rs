@@ -10,7 +10,8 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::SseEvent;
 use super::{
-    approvals, channels, cores, events, health, principals, search, sessions, stream, tasks,
+    approvals, channels, cores, events, health, principals, providers, search, sessions, stream,
+    tasks,
     tenant_policy, tokens, tools, turns,
 };
 use crate::wire::events::{Event, EventPayload};
@@ -33,6 +34,7 @@ use crate::wire::events::{Event, EventPayload};
         channels::create_account, channels::list_accounts, channels::get_account,
         channels::delete_account, channels::list_pairings, channels::approve_pairing,
         channels::webhook,
+        providers::list_provider_keys, providers::put_provider_key, providers::delete_provider_key,
         cores::list_cores, cores::get_core, cores::get_core_file, cores::put_core_file,
         cores::delete_core_file, cores::list_core_versions, cores::diff_core,
     ),

@@ -11,6 +11,7 @@ pub mod events;
 pub mod extract;
 pub mod health;
 pub mod principals;
+pub mod providers;
 pub mod search;
 pub mod sessions;
 pub mod stream;
@@ -75,6 +76,11 @@ pub fn router(app: SharedApp) -> Router {
         .route(
             "/v1/principals/{id}/enable",
             post(principals::enable_principal),
+        )
+        .route("/v1/tenant/providers", get(providers::list_provider_keys))
+        .route(
+            "/v1/tenant/providers/{provider}",
+            axum::routing::put(providers::put_provider_key).delete(providers::delete_provider_key),
         )
         .route("/v1/cores", get(cores::list_cores))
         .route("/v1/cores/{core}", get(cores::get_core))

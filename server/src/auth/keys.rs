@@ -14,13 +14,19 @@ const KEY_BYTES: usize = 64;
 /// Read the key, creating it if this is the first start. Safe when `serve`
 /// and `token issue` race on a fresh home: exactly one creates it.
 pub fn load_or_create_signing_key(home: &Path) -> anyhow::Result<Vec<u8>> {
+    load_or_create_key(home, "signing.key", KEY_BYTES)
+}
+
+/// A random key of `bytes` bytes in `<home>/keys/<file>` (base64, 0600),
+/// created on first use; safe when several processes race to create it.
+pub fn load_or_create_key(home: &Path, file: &str, bytes: usize) -> anyhow::Result<Vec<u8>> {
     let dir = crate::home::HomeLayout::new(home).keys_dir();
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(&dir)
         .with_context(|| format!("create {}", dir.display()))?;
-    let path = dir.join("signing.key");
+    let path = dir.join(file);
     match fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -28,7 +34,7 @@ pub fn load_or_create_signing_key(home: &Path) -> anyhow::Result<Vec<u8>> {
         .open(&path)
     {
         Ok(mut f) => {
-            let mut key = vec![0u8; KEY_BYTES];
+            let mut key = vec![0u8; bytes];
             getrandom::getrandom(&mut key).map_err(|e| anyhow::anyhow!("random key: {e}"))?;
             let text = base64::engine::general_purpose::STANDARD.encode(&key);
             f.write_all(text.as_bytes())?;

@@ -9,7 +9,7 @@ pub mod revocation;
 mod scope;
 mod token;
 
-pub use keys::load_or_create_signing_key;
+pub use keys::{load_or_create_key, load_or_create_signing_key};
 pub use rate_limit::RateLimits;
 pub use revocation::Revocations;
 pub use scope::{PrincipalScope, Role};

@@ -30,9 +30,69 @@ pub struct CoreView {
     pub soul: Option<String>,
     /// `agent.summary`.
     pub summary: String,
+    /// The core's `model:` block (the global `agents/agent.yaml` one where
+    /// the core leaves it unset).
+    pub model: ModelChoice,
     pub max_model_steps: u32,
     /// Skills of the core: (id, absolute path of its markdown file).
     pub skills: Vec<(String, std::path::PathBuf)>,
+}
+
+/// Which provider and model a core's turns use, and with what options.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelChoice {
+    /// `fake`, `openai`, `anthropic`; `None` for `auto` (the server's default).
+    pub provider: Option<String>,
+    pub model_name: Option<String>,
+    /// `model_options` as JSON (`max_tokens`, `temperature`, `context_window`, …).
+    pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ModelChoice {
+    fn from_info(
+        core: &super::manifest::ModelInfo,
+        global: Option<&super::manifest::ModelInfo>,
+    ) -> Self {
+        let set = |s: &Option<String>| {
+            s.as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty() && *s != "auto")
+                .map(str::to_owned)
+        };
+        let options = |info: &super::manifest::ModelInfo| {
+            serde_json::to_value(&info.model_options)
+                .ok()
+                .and_then(|v| match v {
+                    serde_json::Value::Object(m) => Some(m),
+                    _ => None,
+                })
+                .unwrap_or_default()
+        };
+        let mut choice = Self {
+            provider: set(&core.provider),
+            model_name: set(&core.model_name),
+            options: options(core),
+        };
+        if let Some(g) = global {
+            if choice.provider.is_none() {
+                choice.provider = set(&g.provider);
+            }
+            if choice.model_name.is_none() {
+                choice.model_name = set(&g.model_name);
+            }
+            for (k, v) in options(g) {
+                choice.options.entry(k).or_insert(v);
+            }
+        }
+        choice
+    }
+
+    /// `model_options.context_window`, in tokens, if the core sets one.
+    pub fn context_window(&self) -> Option<u64> {
+        self.options
+            .get("context_window")
+            .and_then(serde_json::Value::as_u64)
+    }
 }
 
 struct Cached {
@@ -282,6 +342,7 @@ fn build_view(
         catalog,
         soul: core.soul.clone(),
         summary: core.manifest.agent.summary.clone(),
+        model: ModelChoice::from_info(&core.manifest.model, global.as_ref().map(|g| &g.model)),
         skills: core
             .skills
             .iter()

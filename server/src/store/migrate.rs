@@ -83,6 +83,18 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0040_history_search.sql"),
         postgres: include_str!("../../../migrations/postgres/0040_history_search.sql"),
     },
+    Embedded {
+        version: 60,
+        name: "session_compactions",
+        sqlite: include_str!("../../../migrations/sqlite/0060_session_compactions.sql"),
+        postgres: include_str!("../../../migrations/postgres/0060_session_compactions.sql"),
+    },
+    Embedded {
+        version: 61,
+        name: "tenant_provider_keys",
+        sqlite: include_str!("../../../migrations/sqlite/0061_tenant_provider_keys.sql"),
+        postgres: include_str!("../../../migrations/postgres/0061_tenant_provider_keys.sql"),
+    },
 ];
 
 /// The embedded migrations of one backend, as sqlx sees them.

@@ -8,6 +8,7 @@ mod events;
 mod history;
 mod messages;
 mod migrate;
+mod provider_keys;
 mod revocations;
 mod sessions;
 mod tasks;
@@ -29,6 +30,8 @@ pub use channels::{
 };
 pub use events::{EventRow, NewEvent, TurnFinish};
 pub use history::AuditRow;
+pub use messages::{Compaction, StoredMessage};
+pub use provider_keys::ProviderKeyRow;
 pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
 pub use sessions::{NewSession, SessionRow};
 pub use tasks::{NewTask, TaskRow};

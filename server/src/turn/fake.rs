@@ -82,6 +82,8 @@ mod tests {
             script,
             step,
             input,
+            model: None,
+            options: None,
         }
     }
 

@@ -2,6 +2,8 @@
 //! model/tool loop through the provider and the dispatcher, emit events, and
 //! end in exactly one terminal state (completed, failed, cancelled).
 
+pub mod anthropic;
+pub mod context;
 pub mod fake;
 pub mod openai;
 pub mod provider;
@@ -30,22 +32,43 @@ use crate::wire::events::{self, EventPayload};
 use provider::{ModelRequest, Provider};
 use script::ScriptStep;
 
-/// How much earlier conversation a turn sends to the model.
-const HISTORY_MESSAGES: u32 = 200;
+/// Most stored messages read back for one turn's context (a safety cap;
+/// the token budget decides what is sent, and compaction keeps the
+/// messages since the last summary well below this).
+const HISTORY_SCAN_MESSAGES: u32 = 5000;
+/// Tokens kept for the reply when the core's `model_options.max_tokens` says nothing.
+const DEFAULT_REPLY_RESERVE: u64 = 4096;
 
-/// Providers by the name sessions record.
+/// Providers by name; sessions record the default one, a core's
+/// `model.provider` may choose another.
 #[derive(Clone)]
 pub struct Providers {
     pub default: &'static str,
     pub fake: Arc<dyn Provider>,
     pub openai: Option<Arc<dyn Provider>>,
+    pub anthropic: Option<Arc<dyn Provider>>,
+    /// The context window (tokens) when a core's `model_options` sets none.
+    pub context_window: u64,
+    /// Base URLs and default models for clients built with a tenant's key.
+    pub config: Option<crate::config::ProviderConfig>,
+    /// Opens the provider keys tenants' admins configured.
+    pub sealer: Option<Arc<crate::credentials::Sealer>>,
 }
+
+/// Providers a tenant's own key configures, by name (`openai`, `anthropic`).
+pub const TENANT_PROVIDERS: &[&str] = &["openai", "anthropic"];
+
+/// How long a tenant's provider client is reused before its key is read again.
+const TENANT_PROVIDER_TTL: Duration = Duration::from_secs(2);
+
+type TenantProviderCache = Mutex<HashMap<(TenantId, String), (Instant, Option<Arc<dyn Provider>>)>>;
 
 impl Providers {
     fn get(&self, name: &str) -> Option<Arc<dyn Provider>> {
         match name {
             "fake" => Some(self.fake.clone()),
             "openai" => self.openai.clone(),
+            "anthropic" => self.anthropic.clone(),
             _ => None,
         }
     }
@@ -67,6 +90,8 @@ struct Inner {
     home: std::path::PathBuf,
     /// Canonical workspace folder per session, so turns skip the syscalls.
     workspaces: Mutex<HashMap<SessionId, std::path::PathBuf>>,
+    /// Clients built with tenants' own keys, briefly cached.
+    tenant_providers: TenantProviderCache,
 }
 
 /// The host-side parts a turn needs besides storage and events.
@@ -130,6 +155,7 @@ impl TurnService {
                 cores: deps.cores,
                 home: deps.home,
                 workspaces: Mutex::new(HashMap::new()),
+                tenant_providers: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -440,38 +466,41 @@ impl TurnService {
             }
             Mode::Model { script } => script.as_deref(),
         };
-        let provider =
-            inner
-                .providers
-                .get(&ctx.session.provider)
-                .ok_or_else(|| TurnEnd::Failed {
-                    reason: "provider_unavailable",
-                    error: format!(
-                        "provider {:?} is not configured on this server",
-                        ctx.session.provider
-                    ),
-                })?;
+        // The core's `model.provider` wins over the session's (the server default).
+        let provider_name = core
+            .model
+            .provider
+            .as_deref()
+            .unwrap_or(&ctx.session.provider);
+        let own = self
+            .tenant_provider(tenant, provider_name)
+            .await
+            .map_err(|e| TurnEnd::Failed {
+                reason: "provider",
+                error: format!("tenant provider key: {e}"),
+            })?;
+        let provider = own
+            .or_else(|| inner.providers.get(provider_name))
+            .ok_or_else(|| TurnEnd::Failed {
+                reason: "provider_unavailable",
+                error: format!(
+                    "provider {provider_name:?} is not configured on this server (the server operator sets its key)"
+                ),
+            })?;
+        let tools = catalog.definitions();
         let mut history = if provider.name() == "fake" {
             Vec::new() // The fake provider never reads history; skip the query.
         } else {
-            let mut h = Vec::new();
-            if let Some(soul) = &core.soul {
-                h.push(json!({"role": "system", "content": soul}));
+            tokio::select! {
+                h = self.context(ctx, &core, provider.as_ref(), tools) => h.map_err(db)?,
+                _ = token.cancelled() => return Err(TurnEnd::Cancelled),
             }
-            h.extend(
-                inner
-                    .store
-                    .recent_messages(&sid.to_string(), HISTORY_MESSAGES)
-                    .await
-                    .map_err(db)?,
-            );
-            h
         };
         history.push(json!({"role": "user", "content": ctx.input}));
         // Stored history keeps the input as recorded at turn start (redacted).
         new_messages.push(json!({"role": "user", "content": ctx.shown_input}));
-        let tools = catalog.definitions();
         let max_steps = inner.max_steps.min(core.max_model_steps);
+        let options = Some(&core.model.options);
         for step in 0..max_steps as usize {
             *steps = step as u32 + 1;
             let reply = tokio::select! {
@@ -481,6 +510,8 @@ impl TurnService {
                     script,
                     step,
                     input: &ctx.input,
+                    model: core.model.model_name.as_deref(),
+                    options,
                 }) => r.map_err(|e| TurnEnd::Failed { reason: "provider", error: e.to_string() })?,
                 _ = token.cancelled() => return Err(TurnEnd::Cancelled),
             };
@@ -533,6 +564,275 @@ impl TurnService {
             reason: "max_model_steps",
             error: format!("the model made {max_steps} calls without finishing"),
         })
+    }
+
+    /// A client of `name` with the tenant's own key, if its admin set one
+    /// (it wins over the server operator's key).
+    async fn tenant_provider(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+    ) -> anyhow::Result<Option<Arc<dyn Provider>>> {
+        let inner = &self.inner;
+        let (Some(sealer), Some(config)) = (&inner.providers.sealer, &inner.providers.config)
+        else {
+            return Ok(None);
+        };
+        if !TENANT_PROVIDERS.contains(&name) {
+            return Ok(None);
+        }
+        let key = (tenant.clone(), name.to_owned());
+        if let Some((at, p)) = inner
+            .tenant_providers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            if at.elapsed() < TENANT_PROVIDER_TTL {
+                return Ok(p.clone());
+            }
+        }
+        let built: Option<Arc<dyn Provider>> = match inner.store.provider_key(tenant, name).await? {
+            None => None,
+            Some(row) => {
+                let api_key = sealer.open(tenant, name, &row.sealed)?;
+                Some(match name {
+                    "anthropic" => Arc::new(anthropic::AnthropicProvider::new(
+                        &config.anthropic_base_url,
+                        Some(api_key),
+                        &config.model_for(&crate::config::ProviderKind::Anthropic),
+                    )?),
+                    _ => Arc::new(openai::OpenAiProvider::new(
+                        &config.openai_base_url,
+                        Some(api_key),
+                        &config.model_for(&crate::config::ProviderKind::OpenAi),
+                    )?),
+                })
+            }
+        };
+        let mut cache = inner
+            .tenant_providers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= 4096 {
+            cache.clear();
+        }
+        cache.insert(key, (Instant::now(), built.clone()));
+        Ok(built)
+    }
+
+    /// The providers the caller's tenant has its own key for (operators and admins).
+    pub async fn provider_keys(
+        &self,
+        scope: &PrincipalScope,
+    ) -> Result<Vec<crate::store::ProviderKeyRow>> {
+        if !scope.is_operator() {
+            return Err(Error::Forbidden(
+                "provider keys are managed by tenant operators and admins".into(),
+            ));
+        }
+        Ok(self.inner.store.provider_keys(scope.tenant()).await?)
+    }
+
+    /// Seal and store the tenant's key for `provider` (tenant admins only).
+    pub async fn set_provider_key(
+        &self,
+        scope: &PrincipalScope,
+        provider: &str,
+        api_key: &str,
+    ) -> Result<crate::store::ProviderKeyRow> {
+        admin_only(scope)?;
+        let sealer =
+            self.inner.providers.sealer.as_ref().ok_or_else(|| {
+                Error::Unavailable("this server cannot store provider keys".into())
+            })?;
+        let sealed = sealer
+            .seal(scope.tenant(), provider, api_key)
+            .map_err(|e| Error::Internal(e.into()))?;
+        let row = self
+            .inner
+            .store
+            .put_provider_key(scope.tenant(), provider, &sealed, scope.principal())
+            .await?;
+        self.forget_tenant_provider(scope.tenant(), provider);
+        Ok(row)
+    }
+
+    /// Remove the tenant's key for `provider` (tenant admins only).
+    pub async fn delete_provider_key(&self, scope: &PrincipalScope, provider: &str) -> Result<()> {
+        admin_only(scope)?;
+        let existed = self
+            .inner
+            .store
+            .delete_provider_key(scope.tenant(), provider)
+            .await?;
+        self.forget_tenant_provider(scope.tenant(), provider);
+        if existed {
+            Ok(())
+        } else {
+            Err(Error::NotFound)
+        }
+    }
+
+    fn forget_tenant_provider(&self, tenant: &TenantId, provider: &str) {
+        self.inner
+            .tenant_providers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(tenant.clone(), provider.to_owned()));
+    }
+
+    /// The model's context for a turn: the core's system text, the latest
+    /// summary and the newest turns that fit the model's window (see
+    /// [`context`]). When they no longer fit, older turns are compacted into
+    /// a new summary by the turn's own provider and model first.
+    async fn context(
+        &self,
+        ctx: &TurnContext,
+        core: &crate::core::repository::CoreView,
+        provider: &dyn Provider,
+        tools: &[Value],
+    ) -> Result<Vec<Value>, sqlx::Error> {
+        let inner = &self.inner;
+        let sid = ctx.session.id.as_str();
+        let window = core
+            .model
+            .context_window()
+            .unwrap_or(inner.providers.context_window);
+        let reserve = core
+            .model
+            .options
+            .get("max_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_REPLY_RESERVE)
+            .min(window / 2);
+        let mut out = Vec::new();
+        if let Some(soul) = &core.soul {
+            out.push(json!({"role": "system", "content": soul}));
+        }
+        let fixed = context::estimate_all(&out)
+            + context::estimate_all(tools)
+            + context::estimate_tokens(&json!({"role": "user", "content": ctx.input}))
+            + reserve;
+        let room = window.saturating_sub(fixed);
+        let compaction = inner.store.latest_compaction(sid).await?;
+        let after = compaction.as_ref().map_or(0, |c| c.until_message_id);
+        let stored = inner
+            .store
+            .messages_after(sid, after, HISTORY_SCAN_MESSAGES)
+            .await?;
+        let turns = group_turns(stored);
+        let mut summary = compaction.map(|c| c.summary);
+        let tokens_of = |s: &Option<String>| {
+            s.as_deref().map_or(0, |s| {
+                context::estimate_tokens(&context::summary_message(s))
+            })
+        };
+        let first = match context::plan(room, tokens_of(&summary), &turns) {
+            context::Plan::Send { first } => first,
+            context::Plan::Compact { upto, first } => {
+                let covered = &turns[..upto];
+                if let Some(new) = self
+                    .compact(
+                        provider,
+                        core,
+                        summary.as_deref(),
+                        covered,
+                        room,
+                        window,
+                        reserve,
+                    )
+                    .await
+                {
+                    let until = covered.last().map_or(after, |t| t.last_id);
+                    inner.store.save_compaction(sid, until, &new).await?;
+                    tracing::info!(
+                        session = sid,
+                        turns = upto,
+                        "compacted older turns into a summary"
+                    );
+                    summary = Some(new);
+                    first
+                } else {
+                    // No new summary: the old one stays, and what does not fit is left out.
+                    first.max(context::first_fitting(
+                        room.saturating_sub(tokens_of(&summary)),
+                        &turns,
+                        first,
+                    ))
+                }
+            }
+        };
+        if let Some(s) = &summary {
+            out.push(context::summary_message(s));
+        }
+        out.extend(turns.into_iter().skip(first).flat_map(|t| t.messages));
+        Ok(out)
+    }
+
+    /// Asks the provider for a summary of `turns` (and the previous
+    /// summary), bounded to a quarter of the room. `None` if it fails.
+    #[allow(clippy::too_many_arguments)]
+    async fn compact(
+        &self,
+        provider: &dyn Provider,
+        core: &crate::core::repository::CoreView,
+        previous: Option<&str>,
+        turns: &[context::StoredTurn],
+        room: u64,
+        window: u64,
+        reserve: u64,
+    ) -> Option<String> {
+        let mut transcript = String::new();
+        if let Some(p) = previous {
+            transcript.push_str("Summary of still earlier turns:\n");
+            transcript.push_str(p);
+            transcript.push_str("\n\n");
+        }
+        for m in turns.iter().flat_map(|t| &t.messages) {
+            transcript.push_str(&context::transcript_line(m));
+            transcript.push('\n');
+        }
+        // The compaction request itself fits the window too.
+        let prompt = json!({"role": "system", "content": context::COMPACTION_PROMPT});
+        let budget = window
+            .saturating_sub(reserve)
+            .saturating_sub(context::estimate_tokens(&prompt))
+            .saturating_sub(64);
+        let transcript = context::fit_text(&transcript, budget);
+        let messages = [
+            prompt,
+            json!({"role": "user", "content": format!("Transcript to compact:\n\n{transcript}")}),
+        ];
+        let reply = provider
+            .complete(ModelRequest {
+                messages: &messages,
+                tools: &[],
+                script: None,
+                step: 0,
+                input: "",
+                model: core.model.model_name.as_deref(),
+                options: Some(&core.model.options),
+            })
+            .await;
+        match reply {
+            Ok(r) => {
+                let text = r.content.unwrap_or_default();
+                let text = text.trim();
+                if text.is_empty() {
+                    return None;
+                }
+                let overhead = context::estimate_tokens(&context::summary_message(""));
+                Some(context::fit_text(
+                    text,
+                    context::summary_limit(room).saturating_sub(overhead),
+                ))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "context compaction failed; older turns are left out instead");
+                None
+            }
+        }
     }
 
     /// The session's workspace folder: a private folder of its owner.
@@ -680,4 +980,33 @@ fn model_view(reply: &provider::ModelReply) -> Value {
         call.arguments = r.redact_json_for(&call.arguments, View::Model);
     }
     redacted.to_message()
+}
+
+/// Stored messages grouped by turn, oldest first.
+fn group_turns(stored: Vec<crate::store::StoredMessage>) -> Vec<context::StoredTurn> {
+    let mut out: Vec<(String, i64, Vec<Value>)> = Vec::new();
+    for m in stored {
+        match out.last_mut() {
+            Some((turn, last, msgs)) if *turn == m.turn_id => {
+                *last = m.id;
+                msgs.push(m.body);
+            }
+            _ => out.push((m.turn_id, m.id, vec![m.body])),
+        }
+    }
+    out.into_iter()
+        .map(|(_, last, msgs)| context::StoredTurn::new(last, msgs))
+        .collect()
+}
+
+/// Provider keys of a tenant are its admins' to set.
+fn admin_only(scope: &PrincipalScope) -> Result<()> {
+    if scope.role() == crate::auth::Role::Admin {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(format!(
+            "setting a provider key needs the admin role; yours is {}",
+            scope.role().as_str()
+        )))
+    }
 }

@@ -45,7 +45,13 @@ impl OpenAiProvider {
     }
 
     fn body(&self, req: &ModelRequest<'_>) -> Value {
-        let mut body = json!({"model": self.model, "messages": req.messages});
+        let model = req.model.unwrap_or(&self.model);
+        let mut body = json!({"model": model, "messages": req.messages});
+        for key in ["temperature", "top_p", "max_tokens", "stop", "seed"] {
+            if let Some(v) = req.options.and_then(|o| o.get(key)) {
+                body[key] = v.clone();
+            }
+        }
         if !req.tools.is_empty() {
             body["tools"] = Value::Array(req.tools.to_vec());
         }

@@ -18,6 +18,10 @@ pub struct ModelRequest<'a> {
     pub step: usize,
     /// The user's input for this turn.
     pub input: &'a str,
+    /// The core's `model.model_name`, overriding the provider's default model.
+    pub model: Option<&'a str>,
+    /// The core's `model.model_options` (e.g. `max_tokens`, `temperature`).
+    pub options: Option<&'a serde_json::Map<String, Value>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,105 @@
+//! Tenant model provider keys, sealed (see [`crate::credentials`]).
+
+use sqlx::Row;
+
+use super::Store;
+use crate::ids::{PrincipalId, TenantId};
+
+/// One configured provider of a tenant; `sealed` never leaves the host.
+#[derive(Debug, Clone)]
+pub struct ProviderKeyRow {
+    pub provider: String,
+    pub sealed: String,
+    pub updated_at: i64,
+    pub updated_by: String,
+}
+
+fn row(r: &sqlx::any::AnyRow) -> Result<ProviderKeyRow, sqlx::Error> {
+    Ok(ProviderKeyRow {
+        provider: r.try_get(0)?,
+        sealed: r.try_get(1)?,
+        updated_at: r.try_get(2)?,
+        updated_by: r.try_get(3)?,
+    })
+}
+
+impl Store {
+    pub async fn provider_keys(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Vec<ProviderKeyRow>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT provider, sealed, updated_at, updated_by FROM tenant_provider_keys \
+             WHERE tenant_id = $1 ORDER BY provider",
+        )
+        .bind(tenant.as_str())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(row).collect()
+    }
+
+    pub async fn provider_key(
+        &self,
+        tenant: &TenantId,
+        provider: &str,
+    ) -> Result<Option<ProviderKeyRow>, sqlx::Error> {
+        let r = sqlx::query(
+            "SELECT provider, sealed, updated_at, updated_by FROM tenant_provider_keys \
+             WHERE tenant_id = $1 AND provider = $2",
+        )
+        .bind(tenant.as_str())
+        .bind(provider)
+        .fetch_optional(self.pool())
+        .await?;
+        r.as_ref().map(row).transpose()
+    }
+
+    pub async fn put_provider_key(
+        &self,
+        tenant: &TenantId,
+        provider: &str,
+        sealed: &str,
+        by: &PrincipalId,
+    ) -> Result<ProviderKeyRow, sqlx::Error> {
+        let now = crate::time::now_ms();
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("DELETE FROM tenant_provider_keys WHERE tenant_id = $1 AND provider = $2")
+            .bind(tenant.as_str())
+            .bind(provider)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO tenant_provider_keys (tenant_id, provider, sealed, updated_at, updated_by) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(tenant.as_str())
+        .bind(provider)
+        .bind(sealed)
+        .bind(now)
+        .bind(by.as_str())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(ProviderKeyRow {
+            provider: provider.to_owned(),
+            sealed: sealed.to_owned(),
+            updated_at: now,
+            updated_by: by.to_string(),
+        })
+    }
+
+    /// Whether a key was there to delete.
+    pub async fn delete_provider_key(
+        &self,
+        tenant: &TenantId,
+        provider: &str,
+    ) -> Result<bool, sqlx::Error> {
+        let r =
+            sqlx::query("DELETE FROM tenant_provider_keys WHERE tenant_id = $1 AND provider = $2")
+                .bind(tenant.as_str())
+                .bind(provider)
+                .execute(self.pool())
+                .await?;
+        Ok(r.rows_affected() > 0)
+    }
+}
