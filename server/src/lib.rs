@@ -24,7 +24,9 @@
 //!   to the dispatcher: typed arguments, a pure plan naming its approvals, an
 //!   execute step, and the host services it may use (no adapter imports `dispatch`).
 //! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment, sandbox.
-//! - [`tasks`]: durable background tasks and their logs.
+//! - [`tasks`]: the background runtime: a durable task queue, the worker
+//!   pool and leases, cross-instance signals (cancel, task ended),
+//!   `yield_until` waits, completion turns, and task logs.
 //! - [`running`]: the registry of work running on this node (turns, tasks) and its shutdown.
 //!
 //! Deciding and hiding:

@@ -12,6 +12,7 @@ mod isolation;
 mod openai;
 mod operations;
 mod protection;
+mod runtime;
 mod sessions;
 mod streams;
 mod tasks;

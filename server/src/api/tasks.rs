@@ -17,7 +17,7 @@ pub struct TaskView {
     pub session_id: String,
     /// e.g. `terminal.exec`.
     pub kind: String,
-    /// `running`, `succeeded`, `failed`, `cancelled` or `lost`.
+    /// `queued`, `running`, `succeeded`, `failed`, `cancelled`, `blocked` or `lost`.
     pub status: String,
     pub running: bool,
     pub summary: String,
@@ -31,11 +31,11 @@ pub struct TaskView {
 impl From<TaskRow> for TaskView {
     fn from(r: TaskRow) -> Self {
         Self {
-            running: r.status == "running",
+            running: r.status == crate::tasks::TaskStatus::Running,
             id: r.id,
             session_id: r.session_id,
             kind: r.kind,
-            status: r.status,
+            status: r.status.as_str().to_owned(),
             summary: r.summary,
             result: r.result.and_then(|s| serde_json::from_str(&s).ok()),
             created_at: crate::time::rfc3339(r.created_at),

@@ -70,6 +70,10 @@ pub const IMPLEMENTED: &[&str] = &[
     "todo",
     "clarify",
     "tools_list",
+    "task_list",
+    "task_status",
+    "task_control",
+    "yield_until",
 ];
 
 /// A tool the turn may call, with its effective metadata.

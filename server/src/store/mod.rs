@@ -25,7 +25,7 @@ pub use events::{EventRow, NewEvent, TurnFinish};
 pub use messages::MessageHit;
 pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
 pub use sessions::{NewSession, SessionRow};
-pub use tasks::{NewTask, TaskRow};
+pub use tasks::{ClaimCaps, Claimed, NewTask, TakenOver, TaskRow};
 pub use tenants::StoredTenantPolicy;
 pub use turns::{LostTurn, StartTurn, TurnRow, TurnStatus};
 
