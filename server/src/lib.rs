@@ -27,6 +27,9 @@
 //! - [`tasks`]: the background runtime: a durable task queue, the worker
 //!   pool and leases, cross-instance signals (cancel, task ended),
 //!   `yield_until` waits, completion turns, and task logs.
+//! - [`history`]: session history search: reach (own sessions, a channel's
+//!   bound session, an operator's audited tenant-wide search), the three modes,
+//!   full-text query words; its SQL (FTS5 / tsvector) is in `store`.
 //! - [`running`]: the registry of work running on this node (turns, tasks) and its shutdown.
 //!
 //! Deciding and hiding:
@@ -35,7 +38,8 @@
 //!   family), URL policy, capabilities, approval policy and authority,
 //!   workspace path rules, file walls, argument schemas.
 //! - [`paths`]: the filesystem edge of the workspace rules (`..` and symlinks
-//!   resolved for real); [`net`]: the DNS edge of the URL policy.
+//!   resolved for real); [`net`]: the network edge of the URL policy, DNS
+//!   and [`net::Outbound`], the one HTTP client for tenant-driven requests.
 //! - [`redact`]: secret discovery and the five result views
 //!   ([`redact::redactor`]: names, known secrets, text detection, argv, views,
 //!   preview), and line-by-line redaction of live output.
@@ -58,6 +62,7 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod history;
 pub mod home;
 pub mod ids;
 pub mod metrics;
@@ -73,3 +78,4 @@ pub mod telemetry;
 pub mod time;
 pub mod tools;
 pub mod turn;
+pub mod wire;

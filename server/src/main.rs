@@ -247,8 +247,9 @@ async fn check(command: CheckCommand) -> anyhow::Result<()> {
             let verdict = demiurge::policy::command_guard::classify_in(&line, cwd.as_deref());
             println!("{}", serde_json::to_string(&verdict)?);
         }
-        CheckCommand::Url { url } => {
-            let verdict = demiurge::net::check_url(&url).await;
+        CheckCommand::Url { url, url_allow } => {
+            let allow = demiurge::config::parse_url_allow(&url_allow)?;
+            let verdict = demiurge::net::check_url(&url, allow).await;
             println!("{}", serde_json::to_string(&verdict)?);
         }
     }

@@ -357,6 +357,10 @@ fn build_walls(
         files: crate::policy::file_walls::FileWalls::new(home, config.read_roots.clone(), database),
         terminal_network: config.terminal_network,
         quota,
+        outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
+            allow: config.url_allow.clone(),
+            ..Default::default()
+        }),
     })
 }
 

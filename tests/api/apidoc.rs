@@ -46,7 +46,7 @@ async fn every_rejection_answers_the_json_error_envelope() {
     for path in [
         "/v1/sessions?limit=abc",
         "/v1/sessions?limit=-1",
-        "/v1/search",
+        "/v1/search?limit=x",
         "/v1/tasks/task_00/logs?after=x",
     ] {
         let r = c.get(app.url(path)).bearer_auth(&tok).send().await.unwrap();

@@ -8,6 +8,7 @@ mod auth;
 mod authority;
 mod effects;
 mod helpers;
+mod history;
 mod isolation;
 mod openai;
 mod operations;

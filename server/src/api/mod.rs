@@ -58,12 +58,14 @@ pub fn router(app: SharedApp) -> Router {
             post(approvals::answer_clarification),
         )
         .route("/v1/search", get(search::search))
+        .route("/v1/audit", get(search::list_audit))
         .route("/v1/tasks", get(tasks::list_tasks))
         .route("/v1/tasks/{id}", get(tasks::get_task))
         .route("/v1/tasks/{id}/cancel", post(tasks::cancel_task))
         .route("/v1/tasks/{id}/logs", get(tasks::task_logs))
         .route("/v1/tokens", post(tokens::issue_token))
         .route("/v1/tokens/revoke", post(tokens::revoke_tokens))
+        .route("/v1/principals", get(principals::list_principals))
         .route(
             "/v1/principals/{id}/disable",
             post(principals::disable_principal),

@@ -1,4 +1,6 @@
-//! Owner-scoped history search over the caller's own sessions.
+//! History search over the caller's sessions (`GET /v1/search`), an
+//! operator's audited tenant-wide search, and the audit log admins read
+//! (`GET /v1/audit`). The rules are in [`crate::history`].
 
 use axum::extract::State;
 use axum::Json;
@@ -9,14 +11,17 @@ use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiQuery, Auth};
 use crate::app::SharedApp;
 use crate::error::Error;
+use crate::history::{Page, Reach, RefuseSearch, Request, SearchError};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SearchQuery {
-    /// Text to find (case-insensitive), 1 to 200 characters.
-    #[param(min_length = 1, max_length = 200, pattern = "\\S")]
-    pub q: String,
-    /// Only this session of the caller's (empty: all).
+    /// Words to find (all of them, any case), up to 200 characters. Without
+    /// `q` and `session`, the sessions are listed (browse); with `session`
+    /// alone, that session's newest messages.
+    #[param(max_length = 200)]
+    pub q: Option<String>,
+    /// Only this session (empty: every session in reach).
     #[param(
         pattern = "^(|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
     )]
@@ -24,6 +29,16 @@ pub struct SearchQuery {
     /// Most results, 1 to 100 (default 20).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
+    /// Where the page starts: a previous answer's `next_cursor`.
+    #[param(pattern = "^[0-9]{1,6}$")]
+    pub cursor: Option<String>,
+    /// `own` (default): the caller's sessions. `tenant`: every session of the
+    /// tenant, for operators and admins with a `reason`, which is audited.
+    #[param(pattern = "^(own|tenant)$")]
+    pub scope: Option<String>,
+    /// Why an operator searches the tenant (required with `scope=tenant`).
+    #[param(max_length = 500)]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -38,51 +53,223 @@ pub struct SearchHit {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SearchResults {
-    pub results: Vec<SearchHit>,
+pub struct SessionSummaryView {
+    pub session_id: String,
+    pub title: String,
+    pub updated_at: String,
+    /// The last message with text, at most 120 characters.
+    pub preview: String,
+    pub message_count: i64,
 }
 
-/// Search the history of the caller's sessions.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchResults {
+    /// Matching messages: sessions in the order of their best match, each
+    /// session's messages in order. Empty when browsing.
+    pub results: Vec<SearchHit>,
+    /// Browse only: sessions, most recently updated first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<Vec<SessionSummaryView>>,
+    /// Pass as `cursor` for the next page; absent on the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+impl From<SearchError> for Error {
+    fn from(e: SearchError) -> Self {
+        match e {
+            SearchError::Refused(RefuseSearch::NotOperator) => {
+                Error::Forbidden(RefuseSearch::NotOperator.to_string())
+            }
+            SearchError::Refused(r) => Error::Invalid(r.to_string()),
+            SearchError::SessionNotFound(_) => Error::NotFound,
+            SearchError::Store(e) => Error::Database(e),
+        }
+    }
+}
+
+impl From<SearchError> for super::error::ApiError {
+    fn from(e: SearchError) -> Self {
+        Error::from(e).into()
+    }
+}
+
+/// Search (or browse) the history of the caller's sessions.
 #[utoipa::path(get, path = "/v1/search", tag = "sessions", params(SearchQuery),
-    responses((status = 200, body = SearchResults), (status = 400, body = ErrorBody)), security(("bearer" = [])))]
+    responses((status = 200, body = SearchResults), (status = 400, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
 pub async fn search(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
     ApiQuery(q): ApiQuery<SearchQuery>,
 ) -> ApiResult<Json<SearchResults>> {
-    let needle = q.q.trim();
-    if needle.is_empty() || needle.chars().count() > 200 {
-        return Err(Error::Invalid("q must be 1 to 200 characters".into()).into());
-    }
-    let limit = q.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(Error::Invalid(format!("limit {limit} is not between 1 and 100")).into());
-    }
     let session = match q.session.as_deref().filter(|s| !s.is_empty()) {
         Some(s) => Some(super::sessions::session_id(s)?.to_string()),
         None => None,
     };
-    let hits = app
+    let offset = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
+        Some(c) => c
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n <= 999_999)
+            .ok_or_else(|| Error::Invalid("cursor is not a cursor this server gave".into()))?,
+        None => 0,
+    };
+    let request = Request::new(
+        q.q.as_deref(),
+        session.as_deref(),
+        q.limit.unwrap_or(20),
+        offset,
+    )
+    .map_err(SearchError::from)?;
+    let tenant_wide = match q.scope.as_deref() {
+        None | Some("") | Some("own") => false,
+        Some("tenant") => true,
+        Some(other) => {
+            return Err(Error::Invalid(format!(
+                "scope {:?} is not own or tenant",
+                crate::history::clip(other, 20)
+            ))
+            .into())
+        }
+    };
+    let (reach, audit) = if tenant_wide {
+        let reach = Reach::tenant(&scope, q.reason.as_deref()).map_err(SearchError::from)?;
+        (reach, Some((&scope, q.reason.as_deref().unwrap_or(""))))
+    } else {
+        (Reach::owned(&scope), None)
+    };
+    let page = crate::history::search(&app.store, &reach, &request, audit)
+        .await
+        .map_err(Error::from)?;
+    Ok(Json(match page {
+        Page::Hits { hits, next_offset } => SearchResults {
+            results: hits
+                .into_iter()
+                .map(|h| SearchHit {
+                    session_id: h.session_id,
+                    message_id: h.message_id,
+                    turn_id: h.turn_id,
+                    role: h.role,
+                    content: h.content,
+                    created_at: crate::time::rfc3339(h.created_at),
+                })
+                .collect(),
+            sessions: None,
+            next_cursor: next_offset.map(|n| n.to_string()),
+        },
+        Page::Sessions {
+            sessions,
+            next_offset,
+        } => SearchResults {
+            results: Vec::new(),
+            sessions: Some(
+                sessions
+                    .into_iter()
+                    .map(|s| SessionSummaryView {
+                        session_id: s.session_id,
+                        title: s.title,
+                        updated_at: crate::time::rfc3339(s.updated_at),
+                        preview: s.preview,
+                        message_count: s.message_count,
+                    })
+                    .collect(),
+            ),
+            next_cursor: next_offset.map(|n| n.to_string()),
+        },
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// Records older than this cursor (a previous answer's `next_cursor`).
+    #[param(pattern = "^[0-9]{1,18}$")]
+    pub cursor: Option<String>,
+    /// Most records, 1 to 200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditRecord {
+    pub id: i64,
+    /// Who acted (a principal of the same tenant) and with which role.
+    pub principal: String,
+    pub role: String,
+    /// What was done, e.g. `history.search`.
+    pub action: String,
+    /// The reason the actor stated.
+    pub reason: String,
+    /// What was asked (shape only: modes, sizes, ids; never searched text).
+    #[schema(value_type = Object)]
+    pub detail: serde_json::Value,
+    pub at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditLog {
+    /// Newest first.
+    pub records: Vec<AuditRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// The caller's tenant audit log of operator actions (tenant admins).
+#[utoipa::path(get, path = "/v1/audit", tag = "tenant", params(AuditQuery),
+    responses((status = 200, body = AuditLog), (status = 400, body = ErrorBody),
+        (status = 403, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_audit(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    ApiQuery(q): ApiQuery<AuditQuery>,
+) -> ApiResult<Json<AuditLog>> {
+    if scope.role() != crate::auth::Role::Admin {
+        return Err(Error::Forbidden("only a tenant admin may read the audit log".into()).into());
+    }
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=200).contains(&limit) {
+        return Err(Error::Invalid(format!("limit {limit} is not between 1 and 200")).into());
+    }
+    let before = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
+        Some(c) => Some(
+            c.parse::<i64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| Error::Invalid("cursor is not a cursor this server gave".into()))?,
+        ),
+        None => None,
+    };
+    let rows = app
         .store
-        .search_messages(
-            scope.tenant(),
-            scope.principal(),
-            session.as_deref(),
-            needle,
-            limit,
-        )
+        .audit_records(scope.tenant(), before, limit + 1)
         .await?;
-    Ok(Json(SearchResults {
-        results: hits
+    let (rows, more) = {
+        let more = rows.len() > limit as usize;
+        let mut rows = rows;
+        rows.truncate(limit as usize);
+        (rows, more)
+    };
+    let next_cursor = if more {
+        rows.last().map(|r| r.id.to_string())
+    } else {
+        None
+    };
+    Ok(Json(AuditLog {
+        records: rows
             .into_iter()
-            .map(|h| SearchHit {
-                session_id: h.session_id,
-                message_id: h.message_id,
-                turn_id: h.turn_id,
-                role: h.role,
-                content: h.content,
-                created_at: crate::time::rfc3339(h.created_at),
+            .map(|r| AuditRecord {
+                id: r.id,
+                principal: r.principal_id,
+                role: r.role,
+                action: r.action,
+                reason: r.reason,
+                detail: r.detail,
+                at: crate::time::rfc3339(r.created_at),
             })
             .collect(),
+        next_cursor,
     }))
 }

@@ -10,6 +10,7 @@ use super::extract::{ApiPath, ApiQuery, Auth};
 use crate::app::SharedApp;
 use crate::error::Error;
 use crate::store::TaskRow;
+use crate::wire::TaskStatus;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TaskView {
@@ -17,8 +18,7 @@ pub struct TaskView {
     pub session_id: String,
     /// e.g. `terminal.exec`.
     pub kind: String,
-    /// `queued`, `running`, `succeeded`, `failed`, `cancelled`, `blocked` or `lost`.
-    pub status: String,
+    pub status: TaskStatus,
     pub running: bool,
     pub summary: String,
     /// The redacted result once finished (`content` for the model, `data` for operators).
@@ -31,11 +31,11 @@ pub struct TaskView {
 impl From<TaskRow> for TaskView {
     fn from(r: TaskRow) -> Self {
         Self {
-            running: r.status == crate::tasks::TaskStatus::Running,
+            running: r.status == TaskStatus::Running,
             id: r.id,
             session_id: r.session_id,
             kind: r.kind,
-            status: r.status.as_str().to_owned(),
+            status: r.status,
             summary: r.summary,
             result: r.result.and_then(|s| serde_json::from_str(&s).ok()),
             created_at: crate::time::rfc3339(r.created_at),

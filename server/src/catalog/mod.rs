@@ -14,8 +14,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::policy::approval_policy::{
-    apply_override, effective_policy, ApprovalBlock, Metadata, MetadataOverride, Policy, Risk,
-    Source,
+    apply_override, effective_policy, ApprovalBlock, ApprovalPolicy, Metadata, MetadataOverride,
+    Risk, Source,
 };
 use crate::policy::capabilities::CapabilityGrants;
 use crate::policy::json_schema::ArgumentSchema;
@@ -29,7 +29,7 @@ pub struct BuiltinSpec {
     pub input_schema: Value,
     pub risk: Risk,
     pub capability: Option<String>,
-    pub approval_policy: Policy,
+    pub approval_policy: ApprovalPolicy,
     pub display_policy: String,
     pub model_output_policy: String,
 }
@@ -91,7 +91,7 @@ pub struct ResolvedEntry {
     pub risk: Risk,
     pub capability: Option<String>,
     /// Effective approval policy after core metadata and core/global blocks.
-    pub policy: Policy,
+    pub policy: ApprovalPolicy,
     pub model_output_policy: String,
     pub display_policy: String,
 }
@@ -299,15 +299,18 @@ mod tests {
         let rf = b.iter().find(|s| s.name == "read_file").unwrap();
         assert_eq!(
             (rf.risk, rf.capability.as_deref(), rf.approval_policy),
-            (Risk::Low, Some("fs.read"), Policy::Auto)
+            (Risk::Low, Some("fs.read"), ApprovalPolicy::Auto)
         );
         let t = b.iter().find(|s| s.name == "terminal").unwrap();
         assert_eq!(
             (t.risk, t.capability.as_deref(), t.approval_policy),
-            (Risk::High, Some("terminal.exec"), Policy::Prompt)
+            (Risk::High, Some("terminal.exec"), ApprovalPolicy::Prompt)
         );
         let w = b.iter().find(|s| s.name == "write_file").unwrap();
-        assert_eq!((w.risk, w.approval_policy), (Risk::Medium, Policy::Prompt));
+        assert_eq!(
+            (w.risk, w.approval_policy),
+            (Risk::Medium, ApprovalPolicy::Prompt)
+        );
     }
 
     #[test]
@@ -336,7 +339,7 @@ mod tests {
         i.overrides.insert(
             "write_file".into(),
             MetadataOverride {
-                approval_policy: Some(Policy::Auto),
+                approval_policy: Some(ApprovalPolicy::Auto),
                 risk: Some(Risk::Low),
                 ..Default::default()
             },
@@ -344,7 +347,7 @@ mod tests {
         i.overrides.insert(
             "read_file".into(),
             MetadataOverride {
-                approval_policy: Some(Policy::Deny),
+                approval_policy: Some(ApprovalPolicy::Deny),
                 ..Default::default()
             },
         );
@@ -359,10 +362,10 @@ mod tests {
         let w = c.resolve("write_file").unwrap();
         assert_eq!(
             (w.policy, w.risk),
-            (Policy::Prompt, Risk::Medium),
+            (ApprovalPolicy::Prompt, Risk::Medium),
             "auto never weakens a registry prompt"
         );
-        assert_eq!(c.resolve("read_file").unwrap().policy, Policy::Deny);
+        assert_eq!(c.resolve("read_file").unwrap().policy, ApprovalPolicy::Deny);
         assert!(c.resolve("todo").is_none());
     }
 
@@ -370,18 +373,21 @@ mod tests {
     fn core_and_global_auto_never_weaken_but_deny_wins() {
         let mut i = input(&["write_file", "read_file"]);
         i.core_approval = Some(ApprovalBlock {
-            default: Some(Policy::Auto),
+            default: Some(ApprovalPolicy::Auto),
             ..Default::default()
         });
         i.global_approval = Some(ApprovalBlock {
-            tools: [("read_file".to_owned(), Policy::Deny)]
+            tools: [("read_file".to_owned(), ApprovalPolicy::Deny)]
                 .into_iter()
                 .collect(),
             ..Default::default()
         });
         let c = ResolvedCatalog::build(&i);
-        assert_eq!(c.resolve("write_file").unwrap().policy, Policy::Prompt);
-        assert_eq!(c.resolve("read_file").unwrap().policy, Policy::Deny);
+        assert_eq!(
+            c.resolve("write_file").unwrap().policy,
+            ApprovalPolicy::Prompt
+        );
+        assert_eq!(c.resolve("read_file").unwrap().policy, ApprovalPolicy::Deny);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::catalog::CatalogInput;
 use crate::ids::{CoreId, TenantId};
-use crate::policy::approval_policy::{ApprovalBlock, MetadataOverride, Policy, Risk};
+use crate::policy::approval_policy::{ApprovalBlock, MetadataOverride};
 use crate::policy::capabilities::CapabilityGrants;
 
 use super::{load_core, load_global_fallback, ApprovalInfo, LoadedCore, ToolMetadataOverride};
@@ -262,20 +262,11 @@ fn git_commit_all(git: &GitRunner, repo: &Path, message: &str) -> anyhow::Result
     Ok(())
 }
 
-/// Convert between the manifest's and the policy's copies of an enum by name.
-fn risk(r: super::Risk) -> Risk {
-    r.as_str().parse().unwrap_or(Risk::Critical)
-}
-
-fn policy(p: super::ApprovalPolicy) -> Policy {
-    p.as_str().parse().unwrap_or(Policy::Deny)
-}
-
 fn metadata_override(o: &ToolMetadataOverride) -> MetadataOverride {
     MetadataOverride {
-        risk: o.risk.map(risk),
+        risk: o.risk,
         capability: o.capability.clone().map(Some),
-        approval_policy: o.approval_policy.map(policy),
+        approval_policy: o.approval_policy,
         model_output_policy: o.model_output_policy.clone(),
         display_policy: o.display_policy.clone(),
         enabled: o.enabled,
@@ -284,22 +275,10 @@ fn metadata_override(o: &ToolMetadataOverride) -> MetadataOverride {
 
 fn approval_block(a: &ApprovalInfo) -> ApprovalBlock {
     ApprovalBlock {
-        default: a.default.map(policy),
-        tools: a
-            .tools
-            .iter()
-            .map(|(k, v)| (k.clone(), policy(*v)))
-            .collect(),
-        capabilities: a
-            .capabilities
-            .iter()
-            .map(|(k, v)| (k.clone(), policy(*v)))
-            .collect(),
-        risks: a
-            .risks
-            .iter()
-            .map(|(k, v)| (risk(*k), policy(*v)))
-            .collect(),
+        default: a.default,
+        tools: a.tools.clone(),
+        capabilities: a.capabilities.clone(),
+        risks: a.risks.clone(),
     }
 }
 

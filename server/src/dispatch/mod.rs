@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::auth::PrincipalScope;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
 use crate::events::EventLog;
-use crate::policy::approval_policy::{higher_risk, request_policy, Policy};
+use crate::policy::approval_policy::{higher_risk, request_policy, ApprovalPolicy};
 use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{argument_preview, SecretRedactor, View};
 use crate::tools::clarify as tools_clarify;
@@ -129,23 +129,10 @@ impl Host for Dispatcher {
 
     fn search_history<'a>(
         &'a self,
-        scope: &'a PrincipalScope,
-        session_id: &'a str,
-        needle: &'a str,
-        limit: u32,
-    ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::MessageHit>>> {
-        Box::pin(async move {
-            Ok(self
-                .store
-                .search_messages(
-                    scope.tenant(),
-                    scope.principal(),
-                    Some(session_id),
-                    needle,
-                    limit,
-                )
-                .await?)
-        })
+        reach: &'a crate::history::Reach,
+        request: &'a crate::history::Request,
+    ) -> BoxFuture<'a, Result<crate::history::Page, crate::history::SearchError>> {
+        Box::pin(crate::history::search(&self.store, reach, request, None))
     }
 
     fn clarify<'a>(
@@ -357,10 +344,10 @@ impl Dispatcher {
     async fn pass(&self, env: &ToolEnv<'_>, gate: Gate) -> Option<ToolOutcome> {
         let entry = env.entry;
         match gate {
-            Gate::PerCall if entry.policy == Policy::Auto => None,
+            Gate::PerCall if entry.policy == ApprovalPolicy::Auto => None,
             Gate::PerCall => {
                 let approval = Approval {
-                    baseline: Policy::Auto,
+                    baseline: ApprovalPolicy::Auto,
                     risk: entry.risk,
                     action: "call".into(),
                     target: String::new(),
@@ -370,7 +357,9 @@ impl Dispatcher {
                 };
                 self.ask(env, approval).await
             }
-            Gate::UnlessDenied if entry.policy == Policy::Deny => Some(policy_denies(entry)),
+            Gate::UnlessDenied if entry.policy == ApprovalPolicy::Deny => {
+                Some(policy_denies(entry))
+            }
             Gate::UnlessDenied => None,
             Gate::Ask(approvals) => {
                 for approval in approvals {
@@ -392,14 +381,14 @@ impl Dispatcher {
         let policy = request_policy(approval.baseline, entry.policy);
         let risk = higher_risk(approval.risk, entry.risk);
         match policy {
-            Policy::Auto => return None,
-            Policy::Deny => return Some(policy_denies(entry)),
-            Policy::Prompt => {}
+            ApprovalPolicy::Auto => return None,
+            ApprovalPolicy::Deny => return Some(policy_denies(entry)),
+            ApprovalPolicy::Prompt => {}
         }
         let cap = entry.capability.as_deref().unwrap_or("none");
         let req = ApprovalRequest {
             tool: name.to_owned(),
-            risk: risk.as_str(),
+            risk,
             rule: format!("{name}:{cap}:{}:{}", approval.action, approval.target),
             reason: if approval.reason.is_empty() {
                 format!("{name} {}", approval.action)

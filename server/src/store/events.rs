@@ -190,16 +190,20 @@ impl Store {
             .collect();
         for chunk in msgs.chunks(INSERT_CHUNK) {
             let sql = format!(
-                "INSERT INTO messages (session_id, turn_id, body, created_at) VALUES {}",
-                values_clause(chunk.len(), 4)
+                "INSERT INTO messages (session_id, turn_id, body, created_at, role, text) VALUES {}",
+                values_clause(chunk.len(), 6)
             );
             let mut q = sqlx::query(&sql);
             for (e, m) in chunk {
+                // Role and plain text beside the JSON: what history search indexes.
+                let (role, text) = crate::history::message_text(m);
                 q = q
                     .bind(&e.session_id)
                     .bind(e.turn_id.as_deref().unwrap_or(""))
                     .bind(m.to_string())
-                    .bind(now);
+                    .bind(now)
+                    .bind(role)
+                    .bind(text);
             }
             q.execute(&mut *tx).await?;
         }

@@ -76,6 +76,12 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0010_task_queue.sql"),
         postgres: include_str!("../../../migrations/postgres/0010_task_queue.sql"),
     },
+    Embedded {
+        version: 40,
+        name: "history_search",
+        sqlite: include_str!("../../../migrations/sqlite/0040_history_search.sql"),
+        postgres: include_str!("../../../migrations/postgres/0040_history_search.sql"),
+    },
 ];
 
 /// The embedded migrations of one backend, as sqlx sees them.

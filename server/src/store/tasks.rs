@@ -8,11 +8,11 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::Store;
+use super::{vocab, Store};
 use crate::config::Backend;
 use crate::ids::{PrincipalId, TenantId};
-use crate::tasks::status::{Completion, TaskStatus};
 use crate::time::now_ms;
+use crate::wire::{Completion, TaskStatus};
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TaskRow {
@@ -37,16 +37,7 @@ const COLUMNS: &str =
     "id, tenant_id, session_id, principal_id, owner_role, node_id, kind, status, \
      summary, result, metadata, completion, created_at, started_at, completed_at";
 
-fn bad(column: &str, what: &str, value: &str) -> sqlx::Error {
-    sqlx::Error::ColumnDecode {
-        index: column.into(),
-        source: format!("unknown {what} {value:?}").into(),
-    }
-}
-
 fn decode(r: &AnyRow) -> Result<TaskRow, sqlx::Error> {
-    let status: String = r.try_get("status")?;
-    let completion: String = r.try_get("completion")?;
     Ok(TaskRow {
         id: r.try_get("id")?,
         tenant_id: r.try_get("tenant_id")?,
@@ -55,12 +46,11 @@ fn decode(r: &AnyRow) -> Result<TaskRow, sqlx::Error> {
         owner_role: r.try_get("owner_role")?,
         node_id: r.try_get("node_id")?,
         kind: r.try_get("kind")?,
-        status: TaskStatus::parse(&status).ok_or_else(|| bad("status", "task status", &status))?,
+        status: vocab(r, "status")?,
         summary: r.try_get("summary")?,
         result: r.try_get("result")?,
         metadata: r.try_get("metadata")?,
-        completion: Completion::parse(&completion)
-            .ok_or_else(|| bad("completion", "completion state", &completion))?,
+        completion: vocab(r, "completion")?,
         created_at: r.try_get("created_at")?,
         started_at: r.try_get("started_at")?,
         completed_at: r.try_get("completed_at")?,

@@ -32,7 +32,6 @@
 //! [`SecretRedactor`] views foreground results get) pass the redactor first.
 
 pub mod signals;
-pub mod status;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -57,8 +56,8 @@ use crate::running::RunningWork;
 use crate::store::{ClaimCaps, NewTask, Store, TaskRow};
 use crate::time::now_ms;
 
+pub use crate::wire::{Completion, TaskStatus};
 pub use signals::{Signal, Signals};
-pub use status::{Completion, TaskStatus};
 
 /// Characters of a task's logs kept in the database; the artifact has the rest.
 pub const LOG_CAP_CHARS: usize = 1024 * 1024;

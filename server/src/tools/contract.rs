@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
-use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 
 /// The typed outcome of a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -99,7 +99,7 @@ impl ToolOutcome {
 pub struct Approval {
     /// The tool's own policy for this target (e.g. `auto` for an ordinary
     /// read inside the workspace, `prompt` for any write).
-    pub baseline: Policy,
+    pub baseline: ApprovalPolicy,
     pub risk: Risk,
     pub action: String,
     pub target: String,
@@ -237,6 +237,8 @@ pub struct Walls {
     pub terminal_network: bool,
     /// Bytes of command output (artifacts, task logs) per command and tenant.
     pub quota: Arc<crate::exec::StorageQuota>,
+    /// The one outbound HTTP client (URL policy, `--url-allow`, pinning).
+    pub outbound: crate::net::Outbound,
 }
 
 /// A user's answer to a clarifying question.
@@ -301,14 +303,12 @@ pub trait Host: Send + Sync {
     /// redacted line by line.
     fn output_sink(&self, call: &ToolEnv<'_>) -> tokio::sync::mpsc::Sender<(&'static str, String)>;
 
-    /// Owner-scoped history of one of the caller's sessions.
+    /// History search inside a reach the tool built from the call's scope.
     fn search_history<'a>(
         &'a self,
-        scope: &'a PrincipalScope,
-        session_id: &'a str,
-        needle: &'a str,
-        limit: u32,
-    ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::MessageHit>>>;
+        reach: &'a crate::history::Reach,
+        request: &'a crate::history::Request,
+    ) -> BoxFuture<'a, Result<crate::history::Page, crate::history::SearchError>>;
 
     /// Ask the user; the turn waits.
     fn clarify<'a>(
@@ -434,12 +434,15 @@ pub(crate) mod testing {
         }
         fn search_history<'a>(
             &'a self,
-            _: &'a PrincipalScope,
-            _: &'a str,
-            _: &'a str,
-            _: u32,
-        ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::MessageHit>>> {
-            Box::pin(async { Ok(Vec::new()) })
+            _: &'a crate::history::Reach,
+            _: &'a crate::history::Request,
+        ) -> BoxFuture<'a, Result<crate::history::Page, crate::history::SearchError>> {
+            Box::pin(async {
+                Ok(crate::history::Page::Hits {
+                    hits: Vec::new(),
+                    next_offset: None,
+                })
+            })
         }
         fn clarify<'a>(
             &'a self,
@@ -499,6 +502,13 @@ pub(crate) mod testing {
             ),
             terminal_network: true,
             quota: crate::exec::StorageQuota::new(1 << 20, 1 << 30),
+            outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
+                dns: crate::net::DnsSettings::Servers(vec![std::net::SocketAddr::from((
+                    [127, 0, 0, 1],
+                    9,
+                ))]),
+                ..Default::default()
+            }),
         };
         Fixture {
             dir,

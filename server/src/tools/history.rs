@@ -1,15 +1,20 @@
-//! `session_search`: the model's view of its own session's history. Ordinary
-//! authority reads only the session it is bound to; any other id answers
-//! exactly like a missing one.
+//! `session_search`: the model's view of history, in the original's three
+//! modes (one session's messages, browsing sessions, full text), always
+//! inside the caller's reach: its own sessions. A session outside the reach
+//! answers exactly like a missing one. What reach and mode mean is decided
+//! in [`crate::history`].
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::contract::{lenient_int, Approval, Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
-use crate::policy::approval_policy::{Policy, Risk};
+use crate::history::{Page, Reach, Request, SearchError};
+use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 
 const DEFAULT_LIMIT: i64 = 10;
 const MAX_LIMIT: i64 = 50;
+/// Deepest page offset a model may ask for.
+const MAX_OFFSET: i64 = 10_000;
 
 /// `session_search`.
 pub struct SessionSearch;
@@ -22,12 +27,15 @@ pub struct SearchArgs {
     pub session_id: Option<String>,
     #[serde(default, deserialize_with = "lenient_int")]
     pub limit: Option<i64>,
+    /// Where the page starts (a previous answer's `next_offset`).
+    #[serde(default, deserialize_with = "lenient_int")]
+    pub offset: Option<i64>,
 }
 
 #[derive(Debug)]
 pub struct PlannedSearch {
-    pub query: String,
-    pub limit: u32,
+    pub reach: Reach,
+    pub request: Request,
 }
 
 impl Tool for SessionSearch {
@@ -46,56 +54,93 @@ impl Tool for SessionSearch {
                 crate::policy::capabilities::denial_message("session.read", None),
             ));
         }
-        let current = env.ctx.session_id.as_str();
-        let wanted = args
-            .session_id
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .unwrap_or(current);
-        if wanted != current {
-            return Plan::Done(ToolOutcome::error(
-                ToolStatus::NotFound,
-                format!("session not found: {wanted}"),
-            ));
-        }
-        let query = args.query.unwrap_or_default().trim().to_owned();
         let limit = match args.limit {
             Some(n) if n > 0 => n.min(MAX_LIMIT),
             _ => DEFAULT_LIMIT,
         } as u32;
+        let offset = args.offset.unwrap_or(0).clamp(0, MAX_OFFSET) as u32;
+        let request = match Request::new(
+            args.query.as_deref(),
+            args.session_id.as_deref(),
+            limit,
+            offset,
+        ) {
+            Ok(r) => r,
+            Err(e) => return Plan::Done(ToolOutcome::error(ToolStatus::Invalid, e.to_string())),
+        };
+        let target = match &request.mode {
+            crate::history::Mode::Session { session, .. } => crate::history::clip(session, 80),
+            _ => "owned_sessions".to_owned(),
+        };
+        let query_chars = match &request.mode {
+            crate::history::Mode::Session { query, .. }
+            | crate::history::Mode::FullText { query } => query.chars().count(),
+            crate::history::Mode::Browse => 0,
+        };
         let preview =
-            json!({"session_id": current, "query_chars": query.chars().count(), "limit": limit});
+            json!({"target": target, "query_chars": query_chars, "limit": limit, "offset": offset});
         let approval = Approval {
-            baseline: Policy::Prompt,
+            baseline: ApprovalPolicy::Prompt,
             risk: Risk::Medium,
-            action: "search".into(),
-            target: current.to_owned(),
-            reason: "read this session's history".into(),
+            action: "session.search".into(),
+            target,
+            reason: "search session history".into(),
             preview,
             session_cacheable: true,
         };
-        Plan::run(Gate::one(approval), PlannedSearch { query, limit })
+        let reach = Reach::owned(&env.ctx.scope);
+        Plan::run(Gate::one(approval), PlannedSearch { reach, request })
     }
 
     async fn execute(env: &ToolEnv<'_>, p: PlannedSearch) -> ToolOutcome {
-        let ctx = env.ctx;
-        match env
-            .host
-            .search_history(&ctx.scope, &ctx.session_id, &p.query, p.limit)
-            .await
-        {
-            Ok(hits) => {
-                let results: Vec<Value> = hits
-                    .iter()
-                    .map(|h| {
-                        json!({"session_id": h.session_id, "message_id": h.message_id, "turn_id": h.turn_id,
-                            "role": h.role, "created_at": crate::time::rfc3339(h.created_at), "content": h.content})
-                    })
-                    .collect();
-                ToolOutcome::ok_json(json!({"results": results, "count": results.len()}))
+        match env.host.search_history(&p.reach, &p.request).await {
+            Ok(page) => ToolOutcome::ok_json(page_json(page)),
+            Err(SearchError::SessionNotFound(id)) => {
+                ToolOutcome::error(ToolStatus::NotFound, format!("session not found: {id}"))
             }
-            Err(e) => ToolOutcome::error(ToolStatus::Failed, format!("history search failed: {e}")),
+            Err(SearchError::Refused(e)) => ToolOutcome::error(ToolStatus::Invalid, e.to_string()),
+            Err(SearchError::Store(e)) => {
+                tracing::warn!(error = %e, "history search failed");
+                ToolOutcome::error(ToolStatus::Failed, "history search failed")
+            }
+        }
+    }
+}
+
+/// The original's shapes: `{results, count}` for messages, `{sessions}` for
+/// browsing; `next_offset` when another page follows.
+pub fn page_json(page: Page) -> Value {
+    match page {
+        Page::Hits { hits, next_offset } => {
+            let results: Vec<Value> = hits
+                .iter()
+                .map(|h| {
+                    json!({"session_id": h.session_id, "message_id": h.message_id, "turn_id": h.turn_id,
+                        "role": h.role, "created_at": crate::time::rfc3339(h.created_at), "content": h.content})
+                })
+                .collect();
+            let mut out = json!({"count": results.len(), "results": results});
+            if let Some(n) = next_offset {
+                out["next_offset"] = json!(n);
+            }
+            out
+        }
+        Page::Sessions {
+            sessions,
+            next_offset,
+        } => {
+            let sessions: Vec<Value> = sessions
+                .iter()
+                .map(|s| {
+                    json!({"session_id": s.session_id, "updated_at": crate::time::rfc3339(s.updated_at),
+                        "title": s.title, "preview": s.preview, "message_count": s.message_count})
+                })
+                .collect();
+            let mut out = json!({"sessions": sessions});
+            if let Some(n) = next_offset {
+                out["next_offset"] = json!(n);
+            }
+            out
         }
     }
 }
@@ -105,37 +150,72 @@ mod tests {
     use serde_json::json;
 
     use super::SessionSearch;
-    use crate::policy::approval_policy::{Policy, Risk};
+    use crate::history::{Mode, Reach};
+    use crate::policy::approval_policy::{ApprovalPolicy, Risk};
     use crate::tools::contract::testing::{fixture, plan};
     use crate::tools::contract::{Approval, Gate, ToolStatus};
 
     #[test]
-    fn asks_to_read_only_this_session() {
+    fn asks_to_read_the_callers_own_history() {
         let f = fixture(&[]);
         let o = plan::<SessionSearch>(&f, "session_search", json!({"query": "x"})).unwrap_err();
         assert_eq!(o.status, ToolStatus::Denied, "session.read is required");
         let f = fixture(&["session.read"]);
-        let o = plan::<SessionSearch>(&f, "session_search", json!({"session_id": "other"}))
-            .unwrap_err();
-        assert_eq!(o.status, ToolStatus::NotFound);
         let (gate, p) = plan::<SessionSearch>(
             &f,
             "session_search",
-            json!({"session_id": " s1 ", "query": " deploy ", "limit": 500}),
+            json!({"session_id": " s1 ", "query": " deploy ", "limit": 500, "offset": -3}),
         )
         .unwrap();
-        assert_eq!((p.query.as_str(), p.limit), ("deploy", 50));
+        assert_eq!(
+            p.request.mode,
+            Mode::Session {
+                session: "s1".into(),
+                query: "deploy".into()
+            }
+        );
+        assert_eq!((p.request.limit, p.request.offset), (50, 0));
+        assert!(
+            matches!(p.reach, Reach::Owned { .. }),
+            "never wider than the caller"
+        );
         assert_eq!(
             gate,
             Gate::one(Approval {
-                baseline: Policy::Prompt,
+                baseline: ApprovalPolicy::Prompt,
                 risk: Risk::Medium,
-                action: "search".into(),
+                action: "session.search".into(),
                 target: "s1".into(),
-                reason: "read this session's history".into(),
-                preview: json!({"session_id": "s1", "query_chars": 6, "limit": 50}),
+                reason: "search session history".into(),
+                preview: json!({"target": "s1", "query_chars": 6, "limit": 50, "offset": 0}),
                 session_cacheable: true,
             })
         );
+    }
+
+    #[test]
+    fn browse_and_full_text_target_owned_sessions() {
+        let f = fixture(&["session.read"]);
+        let (gate, p) = plan::<SessionSearch>(&f, "session_search", json!({})).unwrap();
+        assert_eq!((p.request.mode, p.request.limit), (Mode::Browse, 10));
+        let Gate::Ask(asked) = gate else {
+            panic!("an approval is asked")
+        };
+        assert_eq!(asked[0].target, "owned_sessions");
+        let (_, p) =
+            plan::<SessionSearch>(&f, "session_search", json!({"query": "role", "offset": 20}))
+                .unwrap();
+        assert_eq!(
+            (p.request.mode, p.request.offset),
+            (
+                Mode::FullText {
+                    query: "role".into()
+                },
+                20
+            )
+        );
+        let long = "x".repeat(201);
+        let o = plan::<SessionSearch>(&f, "session_search", json!({"query": long})).unwrap_err();
+        assert_eq!(o.status, ToolStatus::Invalid);
     }
 }

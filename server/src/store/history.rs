@@ -1,0 +1,261 @@
+//! History search: SQLite FTS5 and PostgreSQL full-text queries over message
+//! text, sessions for browsing, and the audit log of operator searches. The
+//! decisions (reach, mode, query words) are made in [`crate::history`].
+
+use sqlx::Row;
+
+use super::Store;
+use crate::config::Backend;
+use crate::history::{clip, fts5_match, pg_reach_query, Hit, Reach, SessionSummary};
+use crate::history::{HIT_CHARS, PREVIEW_CHARS};
+
+/// One audit record.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AuditRow {
+    pub id: i64,
+    pub principal_id: String,
+    pub role: String,
+    pub action: String,
+    pub reason: String,
+    pub detail: serde_json::Value,
+    pub created_at: i64,
+}
+
+fn hit(r: &sqlx::any::AnyRow) -> Result<Hit, sqlx::Error> {
+    let text: String = r.try_get(4)?;
+    Ok(Hit {
+        message_id: r.try_get(0)?,
+        session_id: r.try_get(1)?,
+        turn_id: r.try_get(2)?,
+        role: r.try_get(3)?,
+        content: clip(&text, HIT_CHARS),
+        created_at: r.try_get(5)?,
+    })
+}
+
+impl Store {
+    /// Whether `session` exists inside `reach`.
+    pub async fn session_in_reach(
+        &self,
+        reach: &Reach,
+        session: &str,
+    ) -> Result<bool, sqlx::Error> {
+        let row = sqlx::query("SELECT tenant_id, principal_id FROM sessions WHERE id = $1")
+            .bind(session)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(match row {
+            Some(r) => {
+                let tenant: String = r.try_get(0)?;
+                let principal: String = r.try_get(1)?;
+                reach.admits(&tenant, &principal, session)
+            }
+            None => false,
+        })
+    }
+
+    /// A session's messages, newest first, skipping `offset`.
+    pub async fn history_recent(
+        &self,
+        session: &str,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<Hit>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT id, session_id, turn_id, role, text, created_at FROM messages \
+             WHERE session_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3",
+        )
+        .bind(session)
+        .bind(i64::from(limit))
+        .bind(i64::from(offset))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(hit).collect()
+    }
+
+    /// Messages carrying the index token `reach_token` whose text holds
+    /// every word of `query`, best first (BM25 on SQLite, `ts_rank` on
+    /// PostgreSQL; ties by message id).
+    pub async fn history_full_text(
+        &self,
+        reach_token: &str,
+        query: &str,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<Hit>, sqlx::Error> {
+        let rows = match self.backend() {
+            Backend::Sqlite => {
+                let Some(expr) = fts5_match(reach_token, query) else {
+                    return Ok(Vec::new());
+                };
+                sqlx::query(
+                    "SELECT m.id, m.session_id, m.turn_id, m.role, m.text, m.created_at \
+                     FROM messages_fts f JOIN messages m ON m.id = f.rowid \
+                     WHERE messages_fts MATCH $1 \
+                     ORDER BY bm25(messages_fts, 0.0, 1.0), m.id LIMIT $2 OFFSET $3",
+                )
+                .bind(expr)
+                .bind(i64::from(limit))
+                .bind(i64::from(offset))
+                .fetch_all(self.pool())
+                .await?
+            }
+            Backend::Postgres => {
+                if crate::history::terms(query).is_empty() {
+                    return Ok(Vec::new());
+                }
+                sqlx::query(
+                    "SELECT m.id, m.session_id, m.turn_id, m.role, m.text, m.created_at \
+                     FROM messages m \
+                     WHERE m.tsv @@ (plainto_tsquery('simple', $1) && to_tsquery('simple', $2)) \
+                     ORDER BY ts_rank(m.tsv, plainto_tsquery('simple', $1)) DESC, m.id \
+                     LIMIT $3 OFFSET $4",
+                )
+                .bind(query)
+                .bind(pg_reach_query(reach_token))
+                .bind(i64::from(limit))
+                .bind(i64::from(offset))
+                .fetch_all(self.pool())
+                .await?
+            }
+        };
+        rows.iter().map(hit).collect()
+    }
+
+    /// Sessions inside `reach`, most recently updated first, with their
+    /// message count and a preview of their last message with text.
+    pub async fn history_browse(
+        &self,
+        reach: &Reach,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<SessionSummary>, sqlx::Error> {
+        const COLS: &str = "SELECT id, title, updated_at FROM sessions WHERE tenant_id = $1";
+        const ORDER: &str = "ORDER BY updated_at DESC, id DESC";
+        let lim = i64::from(limit);
+        let off = i64::from(offset);
+        let rows = match reach {
+            Reach::Owned { tenant, principal } => {
+                sqlx::query(&format!(
+                    "{COLS} AND principal_id = $2 {ORDER} LIMIT $3 OFFSET $4"
+                ))
+                .bind(tenant.as_str())
+                .bind(principal.as_str())
+                .bind(lim)
+                .bind(off)
+                .fetch_all(self.pool())
+                .await?
+            }
+            Reach::Bound {
+                tenant,
+                principal,
+                session,
+            } => {
+                sqlx::query(&format!(
+                    "{COLS} AND principal_id = $2 AND id = $3 {ORDER} LIMIT $4 OFFSET $5"
+                ))
+                .bind(tenant.as_str())
+                .bind(principal.as_str())
+                .bind(session)
+                .bind(lim)
+                .bind(off)
+                .fetch_all(self.pool())
+                .await?
+            }
+            Reach::Tenant { tenant } => {
+                sqlx::query(&format!("{COLS} {ORDER} LIMIT $2 OFFSET $3"))
+                    .bind(tenant.as_str())
+                    .bind(lim)
+                    .bind(off)
+                    .fetch_all(self.pool())
+                    .await?
+            }
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let id: String = r.try_get(0)?;
+            let count: i64 = sqlx::query("SELECT COUNT(*) FROM messages WHERE session_id = $1")
+                .bind(&id)
+                .fetch_one(self.pool())
+                .await?
+                .try_get(0)?;
+            let last: Option<String> = sqlx::query(
+                "SELECT text FROM messages WHERE session_id = $1 AND text <> '' \
+                 ORDER BY id DESC LIMIT 1",
+            )
+            .bind(&id)
+            .fetch_optional(self.pool())
+            .await?
+            .map(|r| r.try_get(0))
+            .transpose()?;
+            let preview = last
+                .map(|t| clip(&t.trim().replace('\n', " "), PREVIEW_CHARS))
+                .unwrap_or_default();
+            out.push(SessionSummary {
+                session_id: id,
+                title: r.try_get(1)?,
+                updated_at: r.try_get(2)?,
+                preview,
+                message_count: count,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Record an operator action that crosses principals.
+    pub async fn append_audit(
+        &self,
+        who: &crate::auth::PrincipalScope,
+        action: &str,
+        reason: &str,
+        detail: &serde_json::Value,
+    ) -> Result<(), sqlx::Error> {
+        let _gate = self.write_gate().await;
+        sqlx::query(
+            "INSERT INTO audit_log (tenant_id, principal_id, role, action, reason, detail, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(who.tenant().as_str())
+        .bind(who.principal().as_str())
+        .bind(who.role().as_str())
+        .bind(action)
+        .bind(reason)
+        .bind(detail.to_string())
+        .bind(crate::time::now_ms())
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// A tenant's audit records, newest first, below `before` (an id).
+    pub async fn audit_records(
+        &self,
+        tenant: &crate::ids::TenantId,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<AuditRow>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT id, principal_id, role, action, reason, detail, created_at FROM audit_log \
+             WHERE tenant_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3",
+        )
+        .bind(tenant.as_str())
+        .bind(before.unwrap_or(i64::MAX))
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let detail: String = r.try_get(5)?;
+            out.push(AuditRow {
+                id: r.try_get(0)?,
+                principal_id: r.try_get(1)?,
+                role: r.try_get(2)?,
+                action: r.try_get(3)?,
+                reason: r.try_get(4)?,
+                detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+                created_at: r.try_get(6)?,
+            });
+        }
+        Ok(out)
+    }
+}
