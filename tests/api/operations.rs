@@ -347,7 +347,7 @@ async fn migrations_are_checksummed_and_the_old_bookkeeping_is_adopted() {
         let mut conn = db_conn(&app).await;
         let fresh = applied_migrations(&mut conn).await;
         let versions: Vec<i64> = fresh.iter().map(|(v, _)| *v).collect();
-        assert_eq!(versions, [1, 2, 3, 4, 5, 10, 40], "{backend:?}");
+        assert_eq!(versions, [1, 2, 3, 4, 5, 10, 11, 40], "{backend:?}");
         assert!(
             fresh.iter().all(|(_, c)| c.len() == 48),
             "SHA-384 checksums"
@@ -361,7 +361,8 @@ async fn migrations_are_checksummed_and_the_old_bookkeeping_is_adopted() {
                 version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL);
              INSERT INTO demiurge_migrations (version, name, applied_at) VALUES
                 (1, 'foundation', 1), (2, 'approvals', 1), (3, 'tasks', 1),
-                (4, 'tokens', 1), (5, 'tenant_policy', 1), (10, 'task_queue', 1), (40, 'history_search', 1);",
+                (4, 'tokens', 1), (5, 'tenant_policy', 1), (10, 'task_queue', 1),
+                (11, 'session_grants', 1), (40, 'history_search', 1);",
         )
         .execute(&mut conn)
         .await

@@ -429,3 +429,60 @@ async fn a_killed_instances_tasks_are_taken_over_as_lost_and_their_processes_end
         "a process survived the takeover"
     );
 }
+
+#[tokio::test]
+async fn an_allow_session_grant_holds_on_every_instance_and_a_revocation_reaches_all() {
+    let backends = backends();
+    for backend in backends {
+        let a = spawn_app(backend).await;
+        // On PostgreSQL the second instance shares the database; on SQLite
+        // one instance checks the same rules.
+        let b = if backend == Backend::Postgres {
+            Some(a.spawn_peer().await)
+        } else {
+            None
+        };
+        let b = b.as_ref().unwrap_or(&a);
+        let tok = a.token("default", "alice");
+        let sid = a.create_session(&tok).await;
+        let write = |name: &str| {
+            json!([{"tool_calls": [{"name": "write_file",
+                "arguments": {"path": name, "content": "x"}}]}, {"content": "done"}])
+        };
+        let first = run_script(&a, &tok, &sid, write("one.txt"), "allow_session").await;
+        assert!(types(&first).contains(&"approval.requested"), "{backend:?}");
+        // The grant holds on the other instance: no question asked.
+        let second = run_script(b, &tok, &sid, write("one.txt"), "deny").await;
+        assert!(
+            !types(&second).contains(&"approval.requested"),
+            "{backend:?} {:?}",
+            types(&second)
+        );
+        let result = second.iter().find(|e| e["type"] == "tool.result").unwrap();
+        assert_eq!(result["data"]["status"], "succeeded", "{result}");
+        // Another principal cannot revoke it (their view: no such session).
+        let mallory = a.token("default", "mallory");
+        let (st, _) = b
+            .client
+            .delete(b.url(&format!("/v1/sessions/{sid}/approvals")))
+            .bearer_auth(&mallory)
+            .send()
+            .await
+            .map(|r| (r.status().as_u16(), ()))
+            .unwrap();
+        assert_eq!(st, 404);
+        // Revoked on one instance, asked again on the other.
+        let r = b
+            .client
+            .delete(b.url(&format!("/v1/sessions/{sid}/approvals")))
+            .bearer_auth(&tok)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["revoked"], 1, "{body}");
+        let third = run_script(&a, &tok, &sid, write("one.txt"), "deny").await;
+        assert!(types(&third).contains(&"approval.requested"), "{backend:?}");
+    }
+}

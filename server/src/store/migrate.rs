@@ -77,6 +77,12 @@ const MIGRATIONS: &[Embedded] = &[
         postgres: include_str!("../../../migrations/postgres/0010_task_queue.sql"),
     },
     Embedded {
+        version: 11,
+        name: "session_grants",
+        sqlite: include_str!("../../../migrations/sqlite/0011_session_grants.sql"),
+        postgres: include_str!("../../../migrations/postgres/0011_session_grants.sql"),
+    },
+    Embedded {
         version: 40,
         name: "history_search",
         sqlite: include_str!("../../../migrations/sqlite/0040_history_search.sql"),

@@ -22,7 +22,7 @@ use sqlx::{AnyPool, ConnectOptions, Executor};
 use tokio::sync::{Mutex, MutexGuard};
 
 pub use crate::wire::TurnStatus;
-pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification};
+pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification, SessionGrant};
 pub use events::{EventRow, NewEvent, TurnFinish};
 pub use history::AuditRow;
 pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
