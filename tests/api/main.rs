@@ -6,6 +6,7 @@
 mod apidoc;
 mod auth;
 mod authority;
+mod cores;
 mod effects;
 mod helpers;
 mod history;
