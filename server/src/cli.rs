@@ -296,6 +296,17 @@ pub struct ServeArgs {
         default_value_t = 32
     )]
     pub max_background_tasks_tenant: usize,
+    /// Background tasks one tenant may have queued (waiting for a worker or
+    /// for its running caps) on one instance; more are refused.
+    #[arg(long, env = "DEMIURGE_MAX_QUEUED_TASKS_TENANT", default_value_t = 1000)]
+    pub max_queued_tasks_tenant: usize,
+    /// Background tasks one instance runs at once (its worker pool).
+    #[arg(long, env = "DEMIURGE_TASK_WORKERS", default_value_t = 64)]
+    pub task_workers: usize,
+    /// How long a task's lease lasts without renewal (renewed every third
+    /// of it); a task whose instance stops renewing is taken over as `lost`.
+    #[arg(long, env = "DEMIURGE_TASK_LEASE", default_value = "15s")]
+    pub task_lease: String,
     /// How long a client may take to send a request's headers (also an idle
     /// keep-alive connection's next request), e.g. `10s`.
     #[arg(long, env = "DEMIURGE_HEADER_READ_TIMEOUT", default_value = "10s")]

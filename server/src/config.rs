@@ -161,6 +161,12 @@ pub struct ProtectionConfig {
     pub max_background_tasks_principal: usize,
     /// Running background tasks per tenant.
     pub max_background_tasks_tenant: usize,
+    /// Queued background tasks per tenant (per instance).
+    pub max_queued_tasks_tenant: usize,
+    /// Background tasks one instance runs at once.
+    pub task_workers: usize,
+    /// A task lease's lifetime without renewal.
+    pub task_lease: Duration,
     /// Time allowed for a request's headers (and between keep-alive requests).
     pub header_read_timeout: Duration,
     /// Open HTTP connections served at once.
@@ -174,6 +180,9 @@ impl Default for ProtectionConfig {
             tenant_storage_max_bytes: crate::exec::quota::DEFAULT_TENANT_STORAGE_MAX_BYTES,
             max_background_tasks_principal: 8,
             max_background_tasks_tenant: 32,
+            max_queued_tasks_tenant: 1000,
+            task_workers: 64,
+            task_lease: Duration::from_secs(15),
             header_read_timeout: Duration::from_secs(10),
             max_connections: 4096,
         }
@@ -231,6 +240,15 @@ impl ProtectionConfig {
                     .into(),
             ));
         }
+        if serve.max_queued_tasks_tenant == 0 || serve.task_workers == 0 {
+            return Err(ConfigError(
+                "--max-queued-tasks-tenant and --task-workers must be at least 1".into(),
+            ));
+        }
+        let task_lease = parse_duration("--task-lease", &serve.task_lease)?;
+        if task_lease < Duration::from_secs(1) {
+            return Err(ConfigError("--task-lease must be at least 1s".into()));
+        }
         let header_read_timeout =
             parse_duration("--header-read-timeout", &serve.header_read_timeout)?;
         if header_read_timeout.is_zero() {
@@ -244,6 +262,9 @@ impl ProtectionConfig {
             tenant_storage_max_bytes,
             max_background_tasks_principal: serve.max_background_tasks_principal,
             max_background_tasks_tenant: serve.max_background_tasks_tenant,
+            max_queued_tasks_tenant: serve.max_queued_tasks_tenant,
+            task_workers: serve.task_workers,
+            task_lease,
             header_read_timeout,
             max_connections: serve.max_connections,
         })
@@ -598,6 +619,10 @@ mod tests {
             ),
             (8, 32)
         );
+        assert_eq!(
+            (d.max_queued_tasks_tenant, d.task_workers, d.task_lease),
+            (1000, 64, Duration::from_secs(15))
+        );
         assert_eq!(d.header_read_timeout, Duration::from_secs(10));
         assert_eq!(d.max_connections, 4096);
         let c = parse(&[
@@ -624,6 +649,9 @@ mod tests {
             &["--artifact-max-bytes", "10"][..],
             &["--tenant-storage-max-bytes", "lots"],
             &["--max-background-tasks-tenant", "0"],
+            &["--task-workers", "0"],
+            &["--max-queued-tasks-tenant", "0"],
+            &["--task-lease", "100ms"],
             &["--header-read-timeout", "0s"],
             &["--max-connections", "0"],
         ] {

@@ -28,12 +28,14 @@
 //!   to the dispatcher: typed arguments, a pure plan naming its approvals, an
 //!   execute step, and the host services it may use (no adapter imports `dispatch`).
 //! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment, sandbox.
-//! - [`tasks`]: durable background tasks and their logs.
 //! - [`channels`]: chat channels (Telegram, Slack, Discord, signed webhooks):
 //!   accounts with sealed credentials, verified webhooks with a durable
 //!   inbox, conversations bound to sessions, approvals in the chat, and the
 //!   relay and outbox that carry replies back (platform wire rules live in
 //!   the `demiurge-channels` crate).
+//! - [`tasks`]: the background runtime: a durable task queue, the worker
+//!   pool and leases, cross-instance signals (cancel, task ended),
+//!   `yield_until` waits, completion turns, and task logs.
 //! - [`history`]: session history search: reach (own sessions, a channel's
 //!   bound session, an operator's audited tenant-wide search), the three modes,
 //!   full-text query words; its SQL (FTS5 / tsvector) is in `store`.

@@ -26,6 +26,13 @@ pub struct Metrics {
     rate_limited: AtomicU64,
     open_connections: AtomicI64,
     connections_refused: AtomicU64,
+    /// Tasks waiting for a worker over all instances (sampled).
+    tasks_queued: AtomicI64,
+    claim_buckets: [AtomicU64; BUCKETS.len()],
+    claim_sum_micros: AtomicU64,
+    claim_count: AtomicU64,
+    /// Tasks this instance found with an expired lease and marked lost.
+    tasks_taken_over: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -88,6 +95,28 @@ impl Metrics {
         self.turn_sum_micros
             .fetch_add(took.as_micros() as u64, Relaxed);
         self.turn_count.fetch_add(1, Relaxed);
+    }
+
+    /// The queue depth, as last counted.
+    pub fn tasks_queued(&self, depth: i64) {
+        self.tasks_queued.store(depth, Relaxed);
+    }
+
+    /// A worker claimed a task that waited `waited` in the queue.
+    pub fn task_claimed(&self, waited: Duration) {
+        let secs = waited.as_secs_f64();
+        for (i, b) in BUCKETS.iter().enumerate() {
+            if secs <= *b {
+                self.claim_buckets[i].fetch_add(1, Relaxed);
+            }
+        }
+        self.claim_sum_micros
+            .fetch_add(waited.as_micros() as u64, Relaxed);
+        self.claim_count.fetch_add(1, Relaxed);
+    }
+
+    pub fn tasks_taken_over(&self, n: u64) {
+        self.tasks_taken_over.fetch_add(n, Relaxed);
     }
 
     fn gauge(&self, kind: StreamKind) -> &AtomicI64 {
@@ -199,6 +228,49 @@ impl Metrics {
         let _ = writeln!(s, "demiurge_turn_duration_seconds_count {count}");
         let _ = writeln!(
             s,
+            "# HELP demiurge_tasks_queued Background tasks waiting for a worker (all instances)."
+        );
+        let _ = writeln!(s, "# TYPE demiurge_tasks_queued gauge");
+        let _ = writeln!(
+            s,
+            "demiurge_tasks_queued {}",
+            self.tasks_queued.load(Relaxed)
+        );
+        let _ = writeln!(
+            s,
+            "# HELP demiurge_task_claim_latency_seconds Time from a task's creation to its claim by a worker."
+        );
+        let _ = writeln!(s, "# TYPE demiurge_task_claim_latency_seconds histogram");
+        for (i, b) in BUCKETS.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "demiurge_task_claim_latency_seconds_bucket{{le=\"{b}\"}} {}",
+                self.claim_buckets[i].load(Relaxed)
+            );
+        }
+        let claims = self.claim_count.load(Relaxed);
+        let _ = writeln!(
+            s,
+            "demiurge_task_claim_latency_seconds_bucket{{le=\"+Inf\"}} {claims}"
+        );
+        let _ = writeln!(
+            s,
+            "demiurge_task_claim_latency_seconds_sum {}",
+            self.claim_sum_micros.load(Relaxed) as f64 / 1e6
+        );
+        let _ = writeln!(s, "demiurge_task_claim_latency_seconds_count {claims}");
+        let _ = writeln!(
+            s,
+            "# HELP demiurge_tasks_taken_over_total Tasks found with an expired lease and marked lost."
+        );
+        let _ = writeln!(s, "# TYPE demiurge_tasks_taken_over_total counter");
+        let _ = writeln!(
+            s,
+            "demiurge_tasks_taken_over_total {}",
+            self.tasks_taken_over.load(Relaxed)
+        );
+        let _ = writeln!(
+            s,
             "# HELP demiurge_open_streams Open event streams, by transport."
         );
         let _ = writeln!(s, "# TYPE demiurge_open_streams gauge");
@@ -243,5 +315,19 @@ mod tests {
         assert!(text.contains("demiurge_turn_duration_seconds_bucket{le=\"0.0025\"} 0"));
         assert!(text.contains("demiurge_turn_duration_seconds_count 1"));
         assert!(text.contains("demiurge_open_streams{transport=\"ws\"} 0"));
+    }
+
+    #[test]
+    fn renders_the_task_queue() {
+        let m = Metrics::default();
+        m.tasks_queued(7);
+        m.task_claimed(Duration::from_millis(4));
+        m.tasks_taken_over(2);
+        let text = m.render();
+        assert!(text.contains("demiurge_tasks_queued 7"), "{text}");
+        assert!(text.contains("demiurge_task_claim_latency_seconds_bucket{le=\"0.005\"} 1"));
+        assert!(text.contains("demiurge_task_claim_latency_seconds_bucket{le=\"0.0025\"} 0"));
+        assert!(text.contains("demiurge_task_claim_latency_seconds_count 1"));
+        assert!(text.contains("demiurge_tasks_taken_over_total 2"));
     }
 }

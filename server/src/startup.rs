@@ -128,12 +128,19 @@ impl Application {
             store.clone(),
             events.clone(),
             node_id.clone(),
-            crate::tasks::TaskCaps {
+            crate::tasks::TaskSettings {
                 per_principal: config.protection.max_background_tasks_principal,
                 per_tenant: config.protection.max_background_tasks_tenant,
+                max_queued_per_tenant: config.protection.max_queued_tasks_tenant,
+                workers: config.protection.task_workers,
+                lease: config.protection.task_lease,
             },
             quota.clone(),
+            metrics.clone(),
         );
+        if config.database.backend == crate::config::Backend::Postgres {
+            tokio::spawn(tasks.signals().clone().listen(config.database.url.clone()));
+        }
         let dispatcher = Dispatcher::new(
             approvals.clone(),
             clarifications,
@@ -156,6 +163,7 @@ impl Application {
                 node_id,
             },
         );
+        tasks.set_completions(Arc::new(turns.clone()));
         let first_start = crate::bootstrap::default_tenant(&store).await?;
         cores
             .ensure_seeded(&crate::ids::TenantId::parse(
@@ -279,6 +287,8 @@ impl Application {
             .start()
             .await
             .context("start chat channel delivery")?;
+        app.dispatcher.tasks.start_pool(app.shutdown.clone());
+        app.turns.follow_cancels(app.shutdown.clone());
         // Orphans of tenants' commands are reaped here, not left to init.
         crate::exec::reaper::start(app.shutdown.clone());
         let router = crate::api::router(app.clone());

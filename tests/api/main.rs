@@ -17,6 +17,7 @@ mod models;
 mod openai;
 mod operations;
 mod protection;
+mod runtime;
 mod sessions;
 mod streams;
 mod tasks;

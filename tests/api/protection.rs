@@ -110,7 +110,9 @@ async fn a_command_stops_at_its_artifact_cap_and_fails_naming_the_quota() {
             &app,
             &tok,
             &sid,
-            json!({"command": "seq 1 100000000", "background": true, "timeout_seconds": 60}),
+            // No completion turn: the session goes on with the next command.
+            json!({"command": "seq 1 100000000", "background": true, "timeout_seconds": 60,
+                "notify_on_complete": false}),
         )
         .await;
         assert_eq!(res["data"]["status"], "succeeded", "{res}");
@@ -191,7 +193,7 @@ async fn a_tenant_stops_at_its_storage_cap_and_other_tenants_do_not_notice() {
 }
 
 #[tokio::test]
-async fn running_background_tasks_are_capped_per_principal_and_per_tenant() {
+async fn running_background_tasks_are_capped_and_the_rest_wait_in_a_bounded_queue() {
     for backend in backends() {
         let opts = Opts {
             args: vec![
@@ -199,6 +201,8 @@ async fn running_background_tasks_are_capped_per_principal_and_per_tenant() {
                 "2".into(),
                 "--max-background-tasks-tenant".into(),
                 "3".into(),
+                "--max-queued-tasks-tenant".into(),
+                "2".into(),
             ],
             ..Opts::default()
         };
@@ -210,40 +214,47 @@ async fn running_background_tasks_are_capped_per_principal_and_per_tenant() {
         let sleep = json!({"command": "sleep 60", "background": true, "timeout_seconds": 60});
         let a_sid = app.create_session(&alice).await;
         let mut alices = Vec::new();
-        for _ in 0..2 {
+        // Two run (the principal cap); the third waits in the queue.
+        for i in 0..3 {
             let res = terminal(&app, &alice, &a_sid, sleep.clone()).await;
             assert_eq!(res["data"]["status"], "succeeded", "{res}");
             alices.push(task_id(&res));
+            if i < 2 {
+                let st = task_status_becomes(&app, &alice, &alices[i], "running").await;
+                assert_eq!(st, "running");
+            }
         }
-        let over = terminal(&app, &alice, &a_sid, sleep.clone()).await;
-        assert_eq!(over["data"]["status"], "denied", "{backend:?} {over}");
-        assert!(
-            content(&over).contains("--max-background-tasks-principal"),
-            "{over}"
-        );
-        // No task row was left behind for the refused start.
-        let (_, list) = app.get(&alice, "/v1/tasks").await;
-        let items = list["items"].as_array().unwrap();
-        assert_eq!(items.len(), 2, "{list}");
-        assert!(items.iter().all(|t| t["status"] == "running"));
-        // Bob fills the tenant; Carol is refused by the tenant cap.
+        let (_, third) = app.get(&alice, &format!("/v1/tasks/{}", alices[2])).await;
+        assert_eq!(third["status"], "queued", "{backend:?} {third}");
+        // Bob fills the tenant's running cap.
         let b_sid = app.create_session(&bob).await;
         let res = terminal(&app, &bob, &b_sid, sleep.clone()).await;
-        assert_eq!(res["data"]["status"], "succeeded", "{res}");
+        let bobs = task_id(&res);
+        assert_eq!(
+            task_status_becomes(&app, &bob, &bobs, "running").await,
+            "running"
+        );
+        // Carol's task waits for the tenant's running cap; then the
+        // tenant's queue is full: her next is refused, and not recorded.
         let c_sid = app.create_session(&carol).await;
         let res = terminal(&app, &carol, &c_sid, sleep.clone()).await;
+        let carols = task_id(&res);
+        let res = terminal(&app, &carol, &c_sid, sleep.clone()).await;
         assert_eq!(res["data"]["status"], "denied", "{res}");
-        assert!(
-            content(&res).contains("--max-background-tasks-tenant"),
-            "{res}"
-        );
+        assert!(content(&res).contains("--max-queued-tasks-tenant"), "{res}");
         let (_, list) = app.get(&carol, "/v1/tasks").await;
-        assert_eq!(list["items"].as_array().unwrap().len(), 0, "{list}");
-        // Another tenant has its own caps.
+        let items = list["items"].as_array().unwrap();
+        assert_eq!(items.len(), 1, "{list}");
+        assert_eq!(items[0]["status"], "queued", "{list}");
+        // Another tenant has its own caps: its task runs at once.
         let s_sid = app.create_session(&stranger).await;
         let res = terminal(&app, &stranger, &s_sid, sleep.clone()).await;
-        assert_eq!(res["data"]["status"], "succeeded", "{res}");
-        // Cancelling one frees its slot.
+        let theirs = task_id(&res);
+        assert_eq!(
+            task_status_becomes(&app, &stranger, &theirs, "running").await,
+            "running"
+        );
+        // Cancelling one frees its slot: the queued task starts.
         let (st, t) = app
             .post(
                 &alice,
@@ -252,10 +263,32 @@ async fn running_background_tasks_are_capped_per_principal_and_per_tenant() {
             )
             .await;
         assert_eq!((st, t["status"].as_str()), (200, Some("cancelled")), "{t}");
-        let res = terminal(&app, &alice, &a_sid, sleep.clone()).await;
+        assert_eq!(
+            task_status_becomes(&app, &alice, &alices[2], "running").await,
+            "running",
+            "{backend:?}"
+        );
+        // Oldest first: Carol's still waits, and the queue has room again.
+        let (_, c) = app.get(&carol, &format!("/v1/tasks/{carols}")).await;
+        assert_eq!(c["status"], "queued", "{c}");
+        let res = terminal(&app, &carol, &c_sid, sleep.clone()).await;
         assert_eq!(res["data"]["status"], "succeeded", "{backend:?} {res}");
         healthy(&app).await;
     }
+}
+
+/// Polls a task until it has `want` (or 15 s pass); its last status.
+async fn task_status_becomes(app: &TestApp, tok: &str, id: &str, want: &str) -> String {
+    let mut last = String::new();
+    for _ in 0..300 {
+        let (_, t) = app.get(tok, &format!("/v1/tasks/{id}")).await;
+        last = t["status"].as_str().unwrap_or_default().to_owned();
+        if last == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    last
 }
 
 /// Reads until the peer closes (EOF or reset); `None` if still open at `until`.

@@ -195,3 +195,33 @@ fn parse_id(raw: &str, what: &str) -> Result<String, Error> {
             ))
         })
 }
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RevokedGrants {
+    /// How many `allow_session` grants of the session were revoked.
+    pub revoked: u64,
+}
+
+/// Revoke the `allow_session` grants of one of the caller's sessions: the
+/// next identical request asks again, on every instance.
+#[utoipa::path(delete, path = "/v1/sessions/{id}/approvals", tag = "approvals",
+    params(("id" = String, Path, format = Uuid, description = "Session id")),
+    responses((status = 200, body = RevokedGrants), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn revoke_session_grants(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<RevokedGrants>> {
+    let id = super::sessions::session_id(&id)?;
+    app.store
+        .get_session(scope.tenant(), scope.principal(), id)
+        .await?
+        .ok_or(Error::NotFound)?;
+    let revoked = app
+        .dispatcher
+        .approvals
+        .revoke_session(&scope, &id.to_string())
+        .await?;
+    Ok(Json(RevokedGrants { revoked }))
+}

@@ -27,6 +27,7 @@ use crate::wire::events::{Event, EventPayload};
         events::session_events, stream::session_stream,
         tools::list_tools, turns::call_tool,
         approvals::list_approvals, approvals::decide_approval, approvals::answer_clarification,
+        approvals::revoke_session_grants,
         tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs, search::search, search::list_audit,
         tokens::issue_token, tokens::revoke_tokens,
         principals::list_principals, principals::disable_principal, principals::enable_principal,

@@ -27,7 +27,7 @@ use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::Router;
 use tower_http::timeout::TimeoutLayer;
 
@@ -54,6 +54,10 @@ pub fn router(app: SharedApp) -> Router {
         )
         .route("/v1/sessions/{id}/tools", get(tools::list_tools))
         .route("/v1/sessions/{id}/tool-calls", post(turns::call_tool))
+        .route(
+            "/v1/sessions/{id}/approvals",
+            delete(approvals::revoke_session_grants),
+        )
         .route("/v1/approvals", get(approvals::list_approvals))
         .route("/v1/approvals/{id}", post(approvals::decide_approval))
         .route(

@@ -71,6 +71,10 @@ pub const IMPLEMENTED: &[&str] = &[
     "clarify",
     "tools_list",
     "web_extract",
+    "task_list",
+    "task_status",
+    "task_control",
+    "yield_until",
 ];
 
 /// A tool the turn may call, with its effective metadata.

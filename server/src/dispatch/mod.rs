@@ -23,7 +23,7 @@ use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::tools::clarify as tools_clarify;
 use crate::tools::contract::{parse_args, Approval, Gate, Host, Plan, TaskJob, Tool, ToolEnv};
-use crate::tools::{files, history, search, skills, terminal, todo};
+use crate::tools::{files, history, search, skills, task_tools, terminal, todo};
 use crate::wire::events::{self, EventPayload};
 use approvals::preview::argument_preview;
 use approvals::{ApprovalRequest, ApprovalScope, Approvals, Verdict};
@@ -37,6 +37,7 @@ impl Host for Dispatcher {
         call: &'a ToolEnv<'a>,
         kind: &'static str,
         summary: String,
+        options: crate::tasks::StartOptions,
         job: TaskJob,
     ) -> BoxFuture<'a, Result<String, crate::tasks::StartError>> {
         let mut known = SecretRedactor::new();
@@ -47,12 +48,45 @@ impl Host for Dispatcher {
             kind,
             summary,
             known,
+            options,
             job,
         ))
     }
 
     fn background_over_cap(&self, scope: &PrincipalScope) -> Option<String> {
         self.tasks.over_cap(scope)
+    }
+
+    fn session_tasks<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+    ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::TaskRow>>> {
+        Box::pin(self.tasks.list(&ctx.scope, Some(&ctx.session_id)))
+    }
+
+    fn task<'a>(
+        &'a self,
+        scope: &'a PrincipalScope,
+        id: &'a str,
+    ) -> BoxFuture<'a, crate::error::Result<crate::store::TaskRow>> {
+        Box::pin(self.tasks.get(scope, id))
+    }
+
+    fn cancel_task<'a>(
+        &'a self,
+        scope: &'a PrincipalScope,
+        id: &'a str,
+    ) -> BoxFuture<'a, crate::error::Result<crate::store::TaskRow>> {
+        Box::pin(self.tasks.cancel(scope, id))
+    }
+
+    fn wait_task<'a>(
+        &'a self,
+        scope: &'a PrincipalScope,
+        id: &'a str,
+        timeout: std::time::Duration,
+    ) -> BoxFuture<'a, crate::error::Result<(crate::store::TaskRow, bool)>> {
+        Box::pin(self.tasks.wait(scope, id, timeout))
     }
 
     /// Chunks must already be free of bound secrets; they are redacted again
@@ -269,6 +303,10 @@ impl Dispatcher {
             "clarify" => self.drive::<tools_clarify::Clarify>(&env).await,
             "tools_list" => self.drive::<crate::tools::ToolsList>(&env).await,
             "web_extract" => self.drive::<crate::tools::web::WebExtract>(&env).await,
+            "task_list" => self.drive::<task_tools::TaskList>(&env).await,
+            "task_status" => self.drive::<task_tools::TaskStatusTool>(&env).await,
+            "task_control" => self.drive::<task_tools::TaskControl>(&env).await,
+            "yield_until" => self.drive::<task_tools::YieldUntil>(&env).await,
             other => ToolOutcome::error(
                 ToolStatus::NotFound,
                 format!("tool not found or not allowed: {other}"),

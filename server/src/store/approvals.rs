@@ -347,3 +347,73 @@ impl Store {
             .transpose()
     }
 }
+
+/// One `allow_session` grant, as [`Store::put_session_grant`] records it.
+#[derive(Debug, Clone)]
+pub struct SessionGrant<'a> {
+    pub cache_key: &'a str,
+    pub tenant: &'a TenantId,
+    pub principal: &'a PrincipalId,
+    pub session_id: &'a str,
+    pub requirement: Requirement,
+    pub expires_at: i64,
+}
+
+impl Store {
+    /// The authority of a live `allow_session` grant under `cache_key`.
+    pub async fn session_grant(&self, cache_key: &str) -> Result<Option<Requirement>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT requirement FROM session_grants WHERE cache_key = $1 AND expires_at > $2",
+        )
+        .bind(cache_key)
+        .bind(now_ms())
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(|r| vocab(r, "requirement")).transpose()
+    }
+
+    /// Record (or renew) a grant; expired grants are dropped on the way.
+    pub async fn put_session_grant(&self, g: &SessionGrant<'_>) -> Result<(), sqlx::Error> {
+        let now = now_ms();
+        let _gate = self.write_gate().await;
+        sqlx::query("DELETE FROM session_grants WHERE expires_at <= $1")
+            .bind(now)
+            .execute(self.pool())
+            .await?;
+        sqlx::query(
+            "INSERT INTO session_grants (cache_key, tenant_id, principal_id, session_id, requirement, \
+             expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (cache_key) DO UPDATE SET requirement = excluded.requirement, \
+             expires_at = excluded.expires_at",
+        )
+        .bind(g.cache_key)
+        .bind(g.tenant.as_str())
+        .bind(g.principal.as_str())
+        .bind(g.session_id)
+        .bind(g.requirement.as_str())
+        .bind(g.expires_at)
+        .bind(now)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Drop every grant of one of the principal's sessions; how many went.
+    pub async fn delete_session_grants(
+        &self,
+        tenant: &TenantId,
+        principal: &PrincipalId,
+        session_id: &str,
+    ) -> Result<u64, sqlx::Error> {
+        let _gate = self.write_gate().await;
+        let res = sqlx::query(
+            "DELETE FROM session_grants WHERE tenant_id = $1 AND principal_id = $2 AND session_id = $3",
+        )
+        .bind(tenant.as_str())
+        .bind(principal.as_str())
+        .bind(session_id)
+        .execute(self.pool())
+        .await?;
+        Ok(res.rows_affected())
+    }
+}

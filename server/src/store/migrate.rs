@@ -72,6 +72,18 @@ const MIGRATIONS: &[Embedded] = &[
         postgres: include_str!("../../../migrations/postgres/0005_tenant_policy.sql"),
     },
     Embedded {
+        version: 10,
+        name: "task_queue",
+        sqlite: include_str!("../../../migrations/sqlite/0010_task_queue.sql"),
+        postgres: include_str!("../../../migrations/postgres/0010_task_queue.sql"),
+    },
+    Embedded {
+        version: 11,
+        name: "session_grants",
+        sqlite: include_str!("../../../migrations/sqlite/0011_session_grants.sql"),
+        postgres: include_str!("../../../migrations/postgres/0011_session_grants.sql"),
+    },
+    Embedded {
         version: 30,
         name: "channels",
         sqlite: include_str!("../../../migrations/sqlite/0030_channels.sql"),

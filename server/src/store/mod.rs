@@ -24,7 +24,7 @@ use sqlx::{AnyPool, ConnectOptions, Executor};
 use tokio::sync::{Mutex, MutexGuard};
 
 pub use crate::wire::TurnStatus;
-pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification};
+pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification, SessionGrant};
 pub use channels::{
     CardRow, ChannelAccountRow, ConversationKey, ConversationRow, NewOutbox, OutboxRow, PairingRow,
 };
@@ -34,7 +34,7 @@ pub use messages::{Compaction, StoredMessage};
 pub use provider_keys::ProviderKeyRow;
 pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
 pub use sessions::{NewSession, SessionRow};
-pub use tasks::{NewTask, TaskRow};
+pub use tasks::{ClaimCaps, Claimed, NewTask, TakenOver, TaskRow};
 pub use tenants::StoredTenantPolicy;
 pub use turns::{LostTurn, StartTurn, TurnRow};
 

@@ -1,81 +1,171 @@
-//! Durable background tasks: a task row per job, `task.updated` events on
-//! start and end, bounded logs, owner-checked status and single-flight
-//! cancellation; tasks a crash left running become `lost`. The first kind is
-//! `terminal.exec` (`terminal(background=true)`); the task tools and the
-//! worker pool build on this.
+//! Durable background tasks: a queue of task rows, a bounded worker pool
+//! per instance, leases, cancellation from any instance, `yield_until`
+//! waits and completion turns.
 //!
-//! Running tasks are capped per principal and per tenant ([`TaskCaps`],
-//! counted on this instance); a start over a cap is refused with
-//! [`StartError::Limit`] before any row is written. Task logs take bytes from
-//! the tenant's storage quota ([`crate::exec::StorageQuota`]).
+//! - A start records the task `queued` (with a lease its instance renews)
+//!   and keeps the job in memory; the pool ([`Tasks::start_pool`]) claims
+//!   the oldest queued task whose tenant and principal are under their
+//!   running caps (`--max-background-tasks-tenant`/`-principal`), so one
+//!   tenant's backlog never holds another tenant's task beyond the caps.
+//!   A tenant may have at most `--max-queued-tasks-tenant` waiting per
+//!   instance; past that a start is refused with [`StartError::Limit`].
+//!   Jobs are closures of the instance that accepted them: a task is
+//!   claimed by that instance's pool (the queue row pins its node).
+//! - The owning instance renews the leases of its tasks every third of
+//!   `--task-lease`; any instance that finds an expired lease marks the task
+//!   `lost` and ends its recorded process group (same host and boot).
+//! - A cancel received anywhere flags the row and signals the owner
+//!   ([`signals`]); the owner cancels the job's token, which ends the
+//!   process tree. A cancel by the owner consumes the completion.
+//! - [`Tasks::wait`] (`yield_until`) wakes on the end signal, never polls;
+//!   returning a terminal or blocked status consumes the completion.
+//! - A task that ends with its completion wanted and not consumed gets one
+//!   completion turn in its session ([`CompletionSink`]), claimed with a
+//!   conditional update so exactly one instance starts it; while the
+//!   session is busy the delivery is retried on the next maintenance tick.
 //!
-//! Nothing a job produces is stored or shown unredacted: its summary, every
-//! log line ([`crate::redact::lines::LineRedactor`], seeded with the secrets
-//! of the call's arguments) and its result (the durable view of the same
+//! Task logs take bytes from the tenant's storage quota
+//! ([`crate::exec::StorageQuota`]). Nothing a job produces is stored or
+//! shown unredacted: its summary, every log line
+//! ([`crate::redact::lines::LineRedactor`], seeded with the secrets of the
+//! call's arguments) and its result (the durable view of the same
 //! [`SecretRedactor`] views foreground results get) pass the redactor first.
 
+pub mod signals;
+
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use serde_json::Value;
+use futures_util::future::BoxFuture;
+use serde_json::{json, Value};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::PrincipalScope;
+use crate::auth::{PrincipalScope, Role};
 use crate::error::{Error, Result};
 use crate::events::EventLog;
-use crate::exec::{OutputBudget, StorageQuota};
-use crate::ids::SessionId;
+use crate::exec::{OutputBudget, ProcessRecord, StorageQuota};
+use crate::ids::{PrincipalId, SessionId, TenantId};
+use crate::metrics::Metrics;
 use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{SecretRedactor, View, Views};
 use crate::running::RunningWork;
-use crate::store::{NewTask, Store, TaskRow};
+use crate::store::{ClaimCaps, NewTask, Store, TaskRow};
+use crate::time::now_ms;
 use crate::wire::events::{self, EventPayload};
-use crate::wire::TaskStatus;
+
+pub use crate::wire::{Completion, TaskStatus};
+pub use signals::{Signal, Signals};
 
 /// Characters of a task's logs kept in the database; the artifact has the rest.
 pub const LOG_CAP_CHARS: usize = 1024 * 1024;
 /// Characters per log row.
 pub const LOG_CHUNK_CHARS: usize = 4096;
+/// Characters of a task summary (model payload, completion text).
+pub const SUMMARY_CHARS: usize = 1200;
+/// How long a cancel waits for the work to end before answering.
+const CANCEL_WAIT: Duration = Duration::from_secs(15);
+/// Pending completions one maintenance tick delivers at most.
+const COMPLETIONS_PER_TICK: u32 = 50;
 
 /// How a task ended.
 pub struct TaskOutcome {
-    /// `succeeded`, `failed` or `cancelled`.
+    /// `Succeeded`, `Failed` or `Cancelled`.
     pub status: TaskStatus,
     pub result: Value,
 }
 
-/// Whose a running task is, for the caps.
-struct Owner {
-    tenant: String,
-    principal: String,
+/// The queue's limits.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskSettings {
+    /// Running tasks per principal (over all instances).
+    pub per_principal: usize,
+    /// Running tasks per tenant (over all instances).
+    pub per_tenant: usize,
+    /// Queued tasks per tenant on one instance.
+    pub max_queued_per_tenant: usize,
+    /// Tasks one instance runs at once.
+    pub workers: usize,
+    /// A lease's lifetime without renewal.
+    pub lease: Duration,
 }
 
-/// How many background tasks may run at once.
-#[derive(Debug, Clone, Copy)]
-pub struct TaskCaps {
-    pub per_principal: usize,
-    pub per_tenant: usize,
+/// How a task is started, besides its job.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// Run a completion turn in the session when the task ends (unless
+    /// `yield_until` or the owner's cancel consumed it first).
+    pub notify_on_complete: bool,
+    /// Operator-only metadata, never in the model payload.
+    pub metadata: Option<Value>,
 }
 
 /// Why a task was not started.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    /// A running-task cap is reached; nothing was recorded.
+    /// A queue limit is reached; nothing was recorded.
     #[error("{0}")]
     Limit(String),
     #[error(transparent)]
     Host(#[from] Error),
 }
 
+/// Why a completion turn did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum CompletionError {
+    /// Another turn of the session runs; try again later.
+    #[error("the session is busy")]
+    Busy,
+    /// The session cannot take a turn (deleted, …); the completion is dropped.
+    #[error("{0}")]
+    Gone(String),
+}
+
+/// Starts completion turns (the turn service); set once at start-up.
+pub trait CompletionSink: Send + Sync {
+    fn start_completion(
+        &self,
+        scope: PrincipalScope,
+        session_id: String,
+        input: String,
+    ) -> BoxFuture<'static, std::result::Result<(), CompletionError>>;
+}
+
+/// The work of a task.
+pub type Job = Box<dyn FnOnce(TaskHandle) -> BoxFuture<'static, TaskOutcome> + Send>;
+
+/// A job recorded as queued, waiting for this instance's pool.
+struct Pending {
+    tenant: String,
+    session: String,
+    kind: String,
+    summary: String,
+    known: SecretRedactor,
+    job: Job,
+}
+
 #[derive(Clone)]
 pub struct Tasks {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     store: Store,
     events: EventLog,
     node_id: String,
-    caps: TaskCaps,
+    settings: TaskSettings,
     quota: Arc<StorageQuota>,
-    running: RunningWork<String, Owner>,
+    metrics: Arc<Metrics>,
+    running: RunningWork<String, ()>,
+    queued: Mutex<HashMap<String, Pending>>,
+    /// Wakes the pool: a task was queued or a slot freed.
+    wake: Notify,
+    signals: Signals,
+    completions: OnceLock<Arc<dyn CompletionSink>>,
+    boot_id: Option<String>,
 }
 
 /// What a running job gets: its id, its cancellation, and its log.
@@ -88,41 +178,87 @@ pub struct TaskHandle {
     /// Secrets known for this task: the call's, then whatever its log revealed
     /// (so the result is redacted with everything the output showed).
     known: Arc<Mutex<SecretRedactor>>,
+    boot_id: Option<String>,
 }
 
-/// Which cap, if any, one more running task of `(tenant, principal)` would pass.
-fn cap_denial<'a>(
-    running: impl Iterator<Item = (&'a str, &'a str)>,
-    caps: TaskCaps,
-    tenant: &str,
-    principal: &str,
-) -> Option<String> {
-    let (mut of_tenant, mut of_principal) = (0usize, 0usize);
-    for (t, p) in running {
-        if t == tenant {
-            of_tenant += 1;
-            if p == principal {
-                of_principal += 1;
-            }
-        }
+/// The refusal of one more queued task of `tenant`, if its queue is full.
+fn queue_denial(queued_of_tenant: usize, max: usize, tenant: &str) -> Option<String> {
+    (queued_of_tenant >= max).then(|| {
+        format!(
+            "background task limit reached: tenant {tenant} already has {queued_of_tenant} \
+             tasks waiting (at most {max} queued per tenant, --max-queued-tasks-tenant); \
+             wait for some to finish or cancel some"
+        )
+    })
+}
+
+/// The bounded, model-facing view of a task: no owner ids, scope,
+/// metadata, result or result reference.
+pub fn model_payload(row: &TaskRow) -> Value {
+    json!({
+        "task_id": row.id,
+        "kind": row.kind,
+        "status": row.status,
+        "running": row.status == TaskStatus::Running,
+        "started_at": row.started_at.map(crate::time::rfc3339),
+        "completed_at": row.completed_at.map(crate::time::rfc3339),
+        "summary": bounded(&row.summary, SUMMARY_CHARS),
+    })
+}
+
+/// `text` cut to `max` characters (an ellipsis marks the cut).
+fn bounded(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
     }
-    if of_principal >= caps.per_principal {
-        return Some(format!(
-            "background task limit reached: {principal} already has {of_principal} running \
-             (at most {} per principal, --max-background-tasks-principal); \
-             wait for one to finish or cancel one",
-            caps.per_principal
-        ));
+    let mut out: String = text.chars().take(max.saturating_sub(3)).collect();
+    out.push_str("...");
+    out
+}
+
+/// The summary of an ended task: its description, then the end of what the
+/// result says (both already redacted), within [`SUMMARY_CHARS`].
+fn final_summary(summary: &str, result: &Value) -> String {
+    let content = match result.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    if content.trim().is_empty() {
+        return bounded(summary, SUMMARY_CHARS);
     }
-    if of_tenant >= caps.per_tenant {
-        return Some(format!(
-            "background task limit reached: tenant {tenant} already has {of_tenant} running \
-             (at most {} per tenant, --max-background-tasks-tenant); \
-             wait for one to finish or cancel one",
-            caps.per_tenant
-        ));
-    }
-    None
+    let head = bounded(summary, SUMMARY_CHARS / 3);
+    let room = SUMMARY_CHARS.saturating_sub(head.chars().count() + 1);
+    let chars: Vec<char> = content.trim_end().chars().collect();
+    let tail: String = if chars.len() > room {
+        let mut t = String::from("...");
+        t.extend(&chars[chars.len() - room.saturating_sub(3)..]);
+        t
+    } else {
+        chars.into_iter().collect()
+    };
+    format!("{head}\n{tail}")
+}
+
+/// The input of a completion turn.
+fn completion_text(row: &TaskRow) -> String {
+    format!(
+        "[SYSTEM: Background task event]\ntask_id: {}\nkind: {}\nstatus: {}\nsummary:\n{}",
+        row.id,
+        row.kind,
+        row.status,
+        bounded(&row.summary, SUMMARY_CHARS)
+    )
+}
+
+/// How a process group is stored on its task row.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredProcess {
+    spawn_id: String,
+    pid: i32,
+    pgid: i32,
+    start_marker: u64,
+    boot_id: Option<String>,
 }
 
 impl TaskHandle {
@@ -222,6 +358,29 @@ impl LogWriter<'_> {
     }
 }
 
+impl TaskHandle {
+    /// Record the process group this task runs, so an instance that takes
+    /// the task over after this one died can end it.
+    pub fn process_started(&self, r: &ProcessRecord) {
+        let stored = StoredProcess {
+            spawn_id: r.spawn_id.clone(),
+            pid: r.pid,
+            pgid: r.pgid,
+            start_marker: r.start_marker,
+            boot_id: self.boot_id.clone(),
+        };
+        let Ok(text) = serde_json::to_string(&stored) else {
+            return;
+        };
+        let (store, id) = (self.store.clone(), self.id.clone());
+        tokio::spawn(async move {
+            if let Err(e) = store.set_task_process(&id, &text).await {
+                tracing::warn!(error = %e, task = %id, "could not record the task's process");
+            }
+        });
+    }
+}
+
 /// The stored form of a job's outcome: the durable view of its result, with
 /// every secret known for the task. A redaction failure replaces the result
 /// and fails the task.
@@ -238,34 +397,62 @@ fn redacted_outcome(known: &SecretRedactor, outcome: TaskOutcome) -> (TaskStatus
     }
 }
 
+fn lease_ms(lease: Duration) -> i64 {
+    i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 4)
+}
+
 impl Tasks {
     pub fn new(
         store: Store,
         events: EventLog,
         node_id: String,
-        caps: TaskCaps,
+        settings: TaskSettings,
         quota: Arc<StorageQuota>,
+        metrics: Arc<Metrics>,
     ) -> Self {
+        let signals = Signals::new(store.clone());
         Self {
-            store,
-            events,
-            node_id,
-            caps,
-            quota,
-            running: RunningWork::default(),
+            inner: Arc::new(Inner {
+                store,
+                events,
+                node_id,
+                settings,
+                quota,
+                metrics,
+                running: RunningWork::default(),
+                queued: Mutex::new(HashMap::new()),
+                wake: Notify::new(),
+                signals,
+                completions: OnceLock::new(),
+                boot_id: crate::exec::boot_id(),
+            }),
         }
+    }
+
+    /// The signal hub (the start-up wires the PostgreSQL listener and the
+    /// turn service's cancels to it).
+    pub fn signals(&self) -> &Signals {
+        &self.inner.signals
+    }
+
+    /// Where completion turns start; set once at start-up.
+    pub fn set_completions(&self, sink: Arc<dyn CompletionSink>) {
+        let _ = self.inner.completions.set(sink);
+    }
+
+    fn queued(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.inner.queued.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Why one more task of this principal would be refused now, if it would.
     pub fn over_cap(&self, scope: &PrincipalScope) -> Option<String> {
-        self.running.with_all(|running| {
-            cap_denial(
-                running.map(|o| (o.tenant.as_str(), o.principal.as_str())),
-                self.caps,
-                scope.tenant().as_str(),
-                scope.principal().as_str(),
-            )
-        })
+        let tenant = scope.tenant().as_str();
+        let n = self
+            .queued()
+            .values()
+            .filter(|p| p.tenant == tenant)
+            .count();
+        queue_denial(n, self.inner.settings.max_queued_per_tenant, tenant)
     }
 
     async fn updated(
@@ -282,96 +469,371 @@ impl Tasks {
             status,
             summary: Some(summary.to_owned()),
         });
-        if let Err(e) = self.events.append(session_id, None, payload).await {
+        if let Err(e) = self.inner.events.append(session_id, None, payload).await {
             tracing::error!(error = %e, task = %id, "could not record task.updated");
         }
     }
 
-    /// Record and start a job; returns its task id at once. `known` holds the
-    /// secrets of the call that started it (e.g. its discovered arguments):
-    /// they are redacted from the summary, the log and the result.
+    /// Record a job as queued; returns its task id at once. `known` holds
+    /// the secrets of the call that started it (e.g. its discovered
+    /// arguments): they are redacted from the summary, the log and the result.
+    #[allow(clippy::too_many_arguments)]
     pub async fn start<F, Fut>(
         &self,
         scope: &PrincipalScope,
         session_id: SessionId,
-        kind: &'static str,
+        kind: &str,
         summary: String,
         known: SecretRedactor,
+        options: StartOptions,
         job: F,
     ) -> std::result::Result<String, StartError>
     where
         F: FnOnce(TaskHandle) -> Fut + Send + 'static,
         Fut: Future<Output = TaskOutcome> + Send + 'static,
     {
+        let inner = &self.inner;
         let id = format!("task_{}", uuid::Uuid::now_v7().simple());
         let summary = known.redact_str_for(&summary, View::Event);
-        let summary: String = summary.chars().take(1200).collect();
-        let (tenant, principal) = (scope.tenant().as_str(), scope.principal().as_str());
-        let owner = Owner {
-            tenant: tenant.to_owned(),
-            principal: principal.to_owned(),
-        };
-        // Check and claim the slot under one lock: concurrent starts cannot both pass.
-        let token = self.running.claim(id.clone(), owner, |running| {
-            let taken = running.map(|o| (o.tenant.as_str(), o.principal.as_str()));
-            match cap_denial(taken, self.caps, tenant, principal) {
-                Some(denial) => Err(StartError::Limit(denial)),
-                None => Ok(()),
+        let summary = bounded(&summary, SUMMARY_CHARS);
+        let tenant = scope.tenant().as_str();
+        // Check the queue cap and take the place under one lock.
+        {
+            let mut queued = self.queued();
+            let n = queued.values().filter(|p| p.tenant == tenant).count();
+            if let Some(denial) = queue_denial(n, inner.settings.max_queued_per_tenant, tenant) {
+                return Err(StartError::Limit(denial));
             }
-        })?;
-        let inserted = self
+            let job: Job = Box::new(move |h| Box::pin(job(h)));
+            queued.insert(
+                id.clone(),
+                Pending {
+                    tenant: tenant.to_owned(),
+                    session: session_id.to_owned(),
+                    kind: kind.to_owned(),
+                    summary: summary.clone(),
+                    known,
+                    job,
+                },
+            );
+        }
+        let metadata = options.metadata.as_ref().map(Value::to_string);
+        let inserted = inner
             .store
             .insert_task(&NewTask {
                 id: &id,
                 tenant: scope.tenant(),
                 principal: scope.principal(),
+                owner_role: scope.role().as_str(),
                 session_id,
-                node_id: &self.node_id,
+                node_id: &inner.node_id,
                 kind,
                 summary: &summary,
+                completion: Completion::at_start(options.notify_on_complete),
+                metadata: metadata.as_deref(),
+                lease_until: now_ms() + lease_ms(inner.settings.lease),
             })
             .await;
         if let Err(e) = inserted {
-            self.running.forget(&id);
+            self.queued().remove(&id);
             return Err(Error::from(e).into());
         }
-        self.updated(session_id, &id, kind, TaskStatus::Running, &summary)
+        self.updated(session_id, &id, kind, TaskStatus::Queued, &summary)
             .await;
-        let known = Arc::new(Mutex::new(known));
+        inner.wake.notify_one();
+        Ok(id)
+    }
+
+    /// Run the worker pool, the lease/maintenance loop and the cancel
+    /// listener until `stop`.
+    pub fn start_pool(&self, stop: CancellationToken) {
+        let this = self.clone();
+        let until = stop.clone();
+        tokio::spawn(async move {
+            loop {
+                this.fill().await;
+                tokio::select! {
+                    _ = this.inner.wake.notified() => {}
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = until.cancelled() => return,
+                }
+            }
+        });
+        let this = self.clone();
+        let until = stop.clone();
+        tokio::spawn(async move {
+            let period = (this.inner.settings.lease / 3).max(Duration::from_millis(200));
+            let mut every = tokio::time::interval(period);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = every.tick() => this.maintain().await,
+                    _ = until.cancelled() => return,
+                }
+            }
+        });
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut rx = this.inner.signals.incoming();
+            loop {
+                let signal = tokio::select! {
+                    s = rx.recv() => s,
+                    _ = stop.cancelled() => return,
+                };
+                match signal {
+                    Ok(Signal::CancelTask(id)) => this.cancel_here(id),
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+
+    /// Cancel a task if this instance holds it (queued or running).
+    fn cancel_here(&self, id: String) {
+        if self.queued().remove(&id).is_some() {
+            // The canceller settled the row; the job never runs.
+            return;
+        }
+        if self.inner.running.contains(&id) {
+            let this = self.clone();
+            tokio::spawn(async move {
+                this.inner.running.cancel(&id, |_| {}, CANCEL_WAIT).await;
+            });
+        }
+    }
+
+    /// Claim queued tasks while workers are free.
+    async fn fill(&self) {
+        let inner = &self.inner;
+        let caps = ClaimCaps {
+            per_tenant: i64::try_from(inner.settings.per_tenant).unwrap_or(i64::MAX),
+            per_principal: i64::try_from(inner.settings.per_principal).unwrap_or(i64::MAX),
+        };
+        while inner.running.len() < inner.settings.workers {
+            let lease_until = now_ms() + lease_ms(inner.settings.lease);
+            match inner
+                .store
+                .claim_task(&inner.node_id, lease_until, caps)
+                .await
+            {
+                Ok(Some(claimed)) => {
+                    let waited =
+                        u64::try_from(claimed.started_at - claimed.created_at).unwrap_or(0);
+                    inner.metrics.task_claimed(Duration::from_millis(waited));
+                    self.launch(claimed.id).await;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "task claim failed");
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Run a claimed task's job.
+    async fn launch(&self, id: String) {
+        let inner = &self.inner;
+        let Some(p) = self.queued().remove(&id) else {
+            // Its job is not here (cancelled meanwhile, or the row outlived
+            // the process that accepted it).
+            if let Ok(true) = inner
+                .store
+                .finish_task(
+                    &id,
+                    &[TaskStatus::Running],
+                    TaskStatus::Lost,
+                    "{\"reason\":\"lost\"}",
+                    None,
+                )
+                .await
+            {
+                self.inner.signals.send(Signal::Ended(id)).await;
+            }
+            return;
+        };
+        let token = inner.running.insert(id.clone(), ());
+        self.updated(&p.session, &id, &p.kind, TaskStatus::Running, &p.summary)
+            .await;
+        let known = Arc::new(Mutex::new(p.known));
         let handle = TaskHandle {
             id: id.clone(),
             cancel: token,
-            store: self.store.clone(),
-            log_budget: self.quota.budget(tenant),
+            store: inner.store.clone(),
+            log_budget: inner.quota.budget(&p.tenant),
             known: known.clone(),
+            boot_id: inner.boot_id.clone(),
         };
         let this = self.clone();
-        let session = session_id;
-        let task_id = id.clone();
-        self.running.spawn(id.clone(), async move {
-            let id = task_id;
+        let job = p.job;
+        let (session, kind, summary) = (p.session, p.kind, p.summary);
+        inner.running.spawn(id.clone(), async move {
             let outcome = job(handle).await;
             let seen = known.lock().unwrap_or_else(|p| p.into_inner()).clone();
             let (status, result) = redacted_outcome(&seen, outcome);
+            let summary = final_summary(&summary, &result);
             // The terminal state is durable before anyone is told.
             match this
+                .inner
                 .store
-                .finish_task(&id, status, &result.to_string())
+                .finish_task(
+                    &id,
+                    &[TaskStatus::Running],
+                    status,
+                    &result.to_string(),
+                    Some(&summary),
+                )
                 .await
             {
-                Ok(true) => this.updated(session, &id, kind, status, &summary).await,
+                Ok(true) => this.updated(session, &id, &kind, status, &summary).await,
                 Ok(false) => {}
                 Err(e) => {
                     tracing::error!(error = %e, task = %id, "could not record the task's end")
                 }
             }
+            this.inner.signals.send(Signal::Ended(id.clone())).await;
+            this.inner.wake.notify_one();
+            this.deliver_completion(&id).await;
         });
-        Ok(id)
+    }
+
+    /// One maintenance tick: renew this node's leases, act on cancel flags
+    /// (missed notifications), take over expired leases, sample the queue
+    /// depth and deliver owed completions.
+    async fn maintain(&self) {
+        let inner = &self.inner;
+        let store = &inner.store;
+        let lease_until = now_ms() + lease_ms(inner.settings.lease);
+        if let Err(e) = store.renew_task_leases(&inner.node_id, lease_until).await {
+            tracing::warn!(error = %e, "could not renew task leases");
+        }
+        match store.cancel_requested_tasks(&inner.node_id).await {
+            Ok(ids) => {
+                for id in ids {
+                    self.cancel_here(id);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not read task cancel requests"),
+        }
+        match store.take_over_expired_tasks().await {
+            Ok(lost) if !lost.is_empty() => {
+                inner.metrics.tasks_taken_over(lost.len() as u64);
+                let mut groups = Vec::new();
+                for t in &lost {
+                    tracing::warn!(task = %t.id, node = %t.node_id, "task lease expired; marked lost");
+                    self.updated(&t.session_id, &t.id, &t.kind, TaskStatus::Lost, &t.summary)
+                        .await;
+                    inner.signals.send(Signal::Ended(t.id.clone())).await;
+                    let stored = t
+                        .process
+                        .as_deref()
+                        .and_then(|p| serde_json::from_str::<StoredProcess>(p).ok());
+                    // Start markers only compare within one boot of one host.
+                    if let Some(p) =
+                        stored.filter(|p| p.boot_id.is_some() && p.boot_id == inner.boot_id)
+                    {
+                        groups.push(ProcessRecord {
+                            spawn_id: p.spawn_id,
+                            pid: p.pid,
+                            pgid: p.pgid,
+                            start_marker: p.start_marker,
+                        });
+                    }
+                }
+                if !groups.is_empty() {
+                    let _ = tokio::task::spawn_blocking(move || {
+                        crate::exec::reap_orphans(&groups, Duration::from_secs(2))
+                    })
+                    .await;
+                }
+                for t in &lost {
+                    self.deliver_completion(&t.id).await;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not take over expired task leases"),
+        }
+        match store.queued_task_count().await {
+            Ok(n) => inner.metrics.tasks_queued(n),
+            Err(e) => tracing::debug!(error = %e, "could not count queued tasks"),
+        }
+        match store.pending_completions(COMPLETIONS_PER_TICK).await {
+            Ok(rows) => {
+                for row in rows {
+                    self.deliver_completion(&row.id).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not read pending completions"),
+        }
+    }
+
+    /// Start the completion turn of a task if one is owed; exactly one
+    /// instance wins the claim. A busy session puts it back for later.
+    async fn deliver_completion(&self, id: &str) {
+        let inner = &self.inner;
+        let Some(sink) = inner.completions.get() else {
+            return;
+        };
+        let row = match inner.store.task_by_id(id).await {
+            Ok(Some(row)) if row.completion == Completion::Pending => row,
+            Ok(_) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, task = %id, "could not read a task for its completion");
+                return;
+            }
+        };
+        match inner
+            .store
+            .set_task_completion(id, &[Completion::Pending], Completion::Delivering)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, task = %id, "could not claim a completion");
+                return;
+            }
+        }
+        let scope = match (
+            TenantId::parse(&row.tenant_id),
+            PrincipalId::parse(&row.principal_id),
+        ) {
+            (Ok(t), Ok(p)) => {
+                PrincipalScope::new(t, p, Role::parse(&row.owner_role).unwrap_or(Role::Member))
+            }
+            _ => {
+                let _ = inner
+                    .store
+                    .set_task_completion(id, &[Completion::Delivering], Completion::Delivered)
+                    .await;
+                return;
+            }
+        };
+        let next = match sink
+            .start_completion(scope, row.session_id.clone(), completion_text(&row))
+            .await
+        {
+            Ok(()) => Completion::Delivered,
+            Err(CompletionError::Busy) => Completion::Pending,
+            Err(CompletionError::Gone(why)) => {
+                tracing::warn!(task = %id, reason = %why, "completion turn dropped");
+                Completion::Delivered
+            }
+        };
+        if let Err(e) = inner
+            .store
+            .set_task_completion(id, &[Completion::Delivering], next)
+            .await
+        {
+            tracing::warn!(error = %e, task = %id, "could not settle a completion");
+        }
     }
 
     /// A task of the caller; another principal's looks missing.
     pub async fn get(&self, scope: &PrincipalScope, id: &str) -> Result<TaskRow> {
-        self.store
+        self.inner
+            .store
             .get_task(scope.tenant(), scope.principal(), id, false)
             .await?
             .ok_or(Error::NotFound)
@@ -383,25 +845,40 @@ impl Tasks {
         session_id: Option<&str>,
     ) -> Result<Vec<TaskRow>> {
         Ok(self
+            .inner
             .store
             .list_tasks(scope.tenant(), scope.principal(), session_id, 200)
             .await?)
     }
 
-    /// Cancel (single-flight, idempotent); returns the task afterwards.
+    /// Cancel (idempotent) wherever the task runs; returns the task
+    /// afterwards. The owner's cancel consumes the completion: whoever
+    /// cancelled knows.
     pub async fn cancel(&self, scope: &PrincipalScope, id: &str) -> Result<TaskRow> {
+        let inner = &self.inner;
         let row = self.get(scope, id).await?;
-        if row.status != TaskStatus::Running {
+        if !row.status.is_active() {
             return Ok(row);
         }
-        let here = self
-            .running
-            .cancel(&id.to_owned(), |_| {}, Duration::from_secs(15))
-            .await;
-        if !here
-            && self
+        inner
+            .store
+            .set_task_completion(
+                id,
+                &[Completion::Wanted, Completion::Pending],
+                Completion::Consumed,
+            )
+            .await?;
+        let reason = "{\"reason\":\"cancelled\"}";
+        if row.status == TaskStatus::Queued
+            && inner
                 .store
-                .finish_task(id, TaskStatus::Cancelled, "{\"reason\":\"cancelled\"}")
+                .finish_task(
+                    id,
+                    &[TaskStatus::Queued],
+                    TaskStatus::Cancelled,
+                    reason,
+                    None,
+                )
                 .await?
         {
             self.updated(
@@ -412,8 +889,73 @@ impl Tasks {
                 &row.summary,
             )
             .await;
+            // Drops the job on the instance that holds it, wakes waiters.
+            inner.signals.send(Signal::CancelTask(id.to_owned())).await;
+            inner.signals.send(Signal::Ended(id.to_owned())).await;
+            return self.get(scope, id).await;
         }
+        // Running (or claimed just now): its owner ends the work.
+        let mut ended = inner.signals.ended();
+        inner.store.request_task_cancel(id).await?;
+        inner.signals.send(Signal::CancelTask(id.to_owned())).await;
+        let _ = tokio::time::timeout(CANCEL_WAIT, async {
+            loop {
+                match ended.recv().await {
+                    Ok(done) if &*done == id => return,
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => {
+                        if let Ok(r) = self.get(scope, id).await {
+                            if !r.status.is_active() {
+                                return;
+                            }
+                        }
+                    }
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        })
+        .await;
         self.get(scope, id).await
+    }
+
+    /// Wait up to `timeout` for the task to reach a terminal or blocked
+    /// status (`yield_until`): `(task, timed_out)`. Returning such a status
+    /// consumes the pending completion. Wakes on the end signal.
+    pub async fn wait(
+        &self,
+        scope: &PrincipalScope,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<(TaskRow, bool)> {
+        let inner = &self.inner;
+        // Subscribed before the first read: an end in between still wakes us.
+        let mut ended = inner.signals.ended();
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut row = self.get(scope, id).await?;
+        loop {
+            if row.status.settles_wait() {
+                inner
+                    .store
+                    .set_task_completion(
+                        id,
+                        &[
+                            Completion::Wanted,
+                            Completion::Pending,
+                            Completion::Delivering,
+                        ],
+                        Completion::Consumed,
+                    )
+                    .await?;
+                return Ok((row, false));
+            }
+            match tokio::time::timeout_at(deadline, ended.recv()).await {
+                Err(_) => return Ok((self.get(scope, id).await?, true)),
+                Ok(Ok(done)) if &*done != id => continue,
+                Ok(Ok(_)) | Ok(Err(RecvError::Lagged(_))) => {}
+                Ok(Err(RecvError::Closed)) => return Ok((self.get(scope, id).await?, true)),
+            }
+            row = self.get(scope, id).await?;
+        }
     }
 
     /// Operator view of a task's log (any task of the operator's tenant).
@@ -426,16 +968,21 @@ impl Tasks {
         if !scope.is_operator() {
             return Err(Error::Forbidden("task logs are for operators".into()));
         }
-        self.store
+        self.inner
+            .store
             .get_task(scope.tenant(), scope.principal(), id, true)
             .await?
             .ok_or(Error::NotFound)?;
-        Ok(self.store.task_logs(id, after, 1000).await?)
+        Ok(self.inner.store.task_logs(id, after, 1000).await?)
     }
 
-    /// Mark tasks a previous run of this node left running as `lost`.
+    /// Mark tasks a previous run of this node left queued or running as `lost`.
     pub async fn recover_lost(&self) -> anyhow::Result<usize> {
-        let lost = self.store.fail_lost_tasks(&self.node_id).await?;
+        let lost = self
+            .inner
+            .store
+            .fail_lost_tasks(&self.inner.node_id)
+            .await?;
         for (id, session) in &lost {
             let payload = EventPayload::TaskUpdated(events::TaskUpdated {
                 task_id: id.clone(),
@@ -443,14 +990,20 @@ impl Tasks {
                 status: TaskStatus::Lost,
                 summary: None,
             });
-            self.events.append(*session, None, payload).await?;
+            self.inner.events.append(session, None, payload).await?;
         }
         Ok(lost.len())
     }
 
+    /// Tasks running on this instance.
+    pub fn running_count(&self) -> usize {
+        self.inner.running.len()
+    }
+
     /// Cancel every running task and wait for them to settle.
     pub async fn shutdown(&self, grace: Duration) {
-        self.running.shutdown(|_| {}, grace).await;
+        self.queued().clear();
+        self.inner.running.shutdown(|_| {}, grace).await;
     }
 }
 
@@ -458,35 +1011,97 @@ impl Tasks {
 mod tests {
     use super::*;
 
-    const CAPS: TaskCaps = TaskCaps {
-        per_principal: 2,
-        per_tenant: 3,
-    };
+    fn row(status: TaskStatus, summary: &str) -> TaskRow {
+        TaskRow {
+            id: "task_01".into(),
+            tenant_id: "acme".into(),
+            session_id: "s".into(),
+            principal_id: "alice".into(),
+            owner_role: "member".into(),
+            node_id: "n1".into(),
+            kind: "terminal.exec".into(),
+            status,
+            summary: summary.into(),
+            result: Some("{\"content\":\"x\",\"ref\":\"secret-ref\"}".into()),
+            metadata: Some("{\"parent\":\"p\"}".into()),
+            completion: Completion::Wanted,
+            created_at: 1,
+            started_at: Some(2),
+            completed_at: None,
+        }
+    }
 
     #[test]
-    fn caps_count_per_principal_and_per_tenant() {
-        let none: [(&str, &str); 0] = [];
-        assert_eq!(cap_denial(none.into_iter(), CAPS, "acme", "alice"), None);
-        let one = [("acme", "alice")];
-        assert_eq!(cap_denial(one.into_iter(), CAPS, "acme", "alice"), None);
-        let two = [("acme", "alice"), ("acme", "alice")];
-        let denial = cap_denial(two.into_iter(), CAPS, "acme", "alice").unwrap();
+    fn the_queue_cap_counts_the_tenants_waiting_tasks() {
+        assert_eq!(queue_denial(0, 2, "acme"), None);
+        assert_eq!(queue_denial(1, 2, "acme"), None);
+        let denial = queue_denial(2, 2, "acme").unwrap();
         assert!(
-            denial.contains("alice already has 2 running")
-                && denial.contains("--max-background-tasks-principal"),
+            denial.contains("tenant acme already has 2")
+                && denial.contains("--max-queued-tasks-tenant"),
             "{denial}"
         );
-        // Another principal of the tenant still has room, up to the tenant cap.
-        assert_eq!(cap_denial(two.into_iter(), CAPS, "acme", "bob"), None);
-        let three = [("acme", "alice"), ("acme", "alice"), ("acme", "carol")];
-        let denial = cap_denial(three.into_iter(), CAPS, "acme", "bob").unwrap();
-        assert!(
-            denial.contains("tenant acme already has 3 running")
-                && denial.contains("--max-background-tasks-tenant"),
-            "{denial}"
+    }
+
+    #[test]
+    fn the_model_payload_is_bounded_and_omits_owner_scope_metadata_and_results() {
+        let long = "y".repeat(5000);
+        let p = model_payload(&row(TaskStatus::Running, &long));
+        let keys: Vec<&str> = p.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "completed_at",
+                "kind",
+                "running",
+                "started_at",
+                "status",
+                "summary",
+                "task_id"
+            ]
         );
-        // Same principal name in another tenant is someone else.
-        let other = [("evil", "alice"), ("evil", "alice"), ("evil", "x")];
-        assert_eq!(cap_denial(other.into_iter(), CAPS, "acme", "alice"), None);
+        assert_eq!(p["status"], "running");
+        assert_eq!(p["running"], true);
+        assert_eq!(
+            p["summary"].as_str().unwrap().chars().count(),
+            SUMMARY_CHARS
+        );
+        let text = p.to_string();
+        for hidden in ["alice", "acme", "secret-ref", "parent", "n1"] {
+            assert!(!text.contains(hidden), "{hidden} leaked: {text}");
+        }
+        let done = model_payload(&row(TaskStatus::Lost, "short"));
+        assert_eq!(
+            (done["running"].as_bool(), done["summary"].as_str()),
+            (Some(false), Some("short"))
+        );
+    }
+
+    #[test]
+    fn the_final_summary_keeps_the_description_and_the_end_of_the_output() {
+        let s = final_summary("$ make", &json!({"content": "exit 0\nall good"}));
+        assert_eq!(s, "$ make\nexit 0\nall good");
+        assert_eq!(final_summary("$ true", &json!({"content": ""})), "$ true");
+        assert_eq!(final_summary("$ true", &json!({"data": 1})), "$ true");
+        let out = format!("{}END", "z".repeat(10_000));
+        let s = final_summary(&format!("$ {}", "c".repeat(2000)), &json!({"content": out}));
+        assert!(s.chars().count() <= SUMMARY_CHARS, "{}", s.chars().count());
+        assert!(s.starts_with("$ ccc") && s.ends_with("zzzEND"), "{s}");
+    }
+
+    #[test]
+    fn the_completion_text_names_the_task_and_its_end() {
+        let mut r = row(TaskStatus::Succeeded, "$ sleep 1");
+        r.completion = Completion::Pending;
+        let t = completion_text(&r);
+        assert!(
+            t.starts_with("[SYSTEM: Background task event]\ntask_id: task_01\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("status: succeeded") && t.contains("$ sleep 1"),
+            "{t}"
+        );
+        assert!(!t.contains("alice") && !t.contains("secret-ref"));
     }
 }

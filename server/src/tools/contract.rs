@@ -241,11 +241,40 @@ pub trait Host: Send + Sync {
         call: &'a ToolEnv<'a>,
         kind: &'static str,
         summary: String,
+        options: crate::tasks::StartOptions,
         job: TaskJob,
     ) -> BoxFuture<'a, Result<String, crate::tasks::StartError>>;
 
     /// Why a background task of this principal would be refused now.
     fn background_over_cap(&self, scope: &PrincipalScope) -> Option<String>;
+
+    /// The caller's tasks of this call's session, newest first.
+    fn session_tasks<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+    ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::TaskRow>>>;
+
+    /// One of the caller's tasks; anyone else's is `NotFound`, like a random id.
+    fn task<'a>(
+        &'a self,
+        scope: &'a PrincipalScope,
+        id: &'a str,
+    ) -> BoxFuture<'a, crate::error::Result<crate::store::TaskRow>>;
+
+    /// Cancel one of the caller's tasks wherever it runs; the task afterwards.
+    fn cancel_task<'a>(
+        &'a self,
+        scope: &'a PrincipalScope,
+        id: &'a str,
+    ) -> BoxFuture<'a, crate::error::Result<crate::store::TaskRow>>;
+
+    /// Wait for one of the caller's tasks to settle: `(task, timed_out)`.
+    fn wait_task<'a>(
+        &'a self,
+        scope: &'a PrincipalScope,
+        id: &'a str,
+        timeout: std::time::Duration,
+    ) -> BoxFuture<'a, crate::error::Result<(crate::store::TaskRow, bool)>>;
 
     /// Best-effort live output of this call as `tool.output` events,
     /// redacted line by line.
@@ -338,12 +367,41 @@ pub(crate) mod testing {
             _: &'a ToolEnv<'a>,
             _: &'static str,
             _: String,
+            _: crate::tasks::StartOptions,
             _: TaskJob,
         ) -> BoxFuture<'a, Result<String, crate::tasks::StartError>> {
             Box::pin(async { Err(crate::tasks::StartError::Limit("test host".into())) })
         }
         fn background_over_cap(&self, _: &PrincipalScope) -> Option<String> {
             self.over_cap.clone()
+        }
+        fn session_tasks<'a>(
+            &'a self,
+            _: &'a CallContext,
+        ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::TaskRow>>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+        fn task<'a>(
+            &'a self,
+            _: &'a PrincipalScope,
+            _: &'a str,
+        ) -> BoxFuture<'a, crate::error::Result<crate::store::TaskRow>> {
+            Box::pin(async { Err(crate::error::Error::NotFound) })
+        }
+        fn cancel_task<'a>(
+            &'a self,
+            _: &'a PrincipalScope,
+            _: &'a str,
+        ) -> BoxFuture<'a, crate::error::Result<crate::store::TaskRow>> {
+            Box::pin(async { Err(crate::error::Error::NotFound) })
+        }
+        fn wait_task<'a>(
+            &'a self,
+            _: &'a PrincipalScope,
+            _: &'a str,
+            _: std::time::Duration,
+        ) -> BoxFuture<'a, crate::error::Result<(crate::store::TaskRow, bool)>> {
+            Box::pin(async { Err(crate::error::Error::NotFound) })
         }
         fn output_sink(
             &self,

@@ -11,6 +11,7 @@ pub mod files;
 pub mod history;
 pub mod search;
 pub mod skills;
+pub mod task_tools;
 pub mod terminal;
 pub mod todo;
 pub mod web;

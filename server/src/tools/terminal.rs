@@ -47,7 +47,8 @@ pub struct TerminalArgs {
     pub timeout_seconds: Option<i64>,
     #[serde(default)]
     pub background: Option<bool>,
-    /// Accepted for compatibility; completions are always announced.
+    /// Background only: run a completion turn in the session when the task
+    /// ends (default true), unless `yield_until` consumed it first.
     #[serde(default)]
     pub notify_on_complete: Option<bool>,
     /// An environment overlay; non-string values are passed as JSON text.
@@ -129,6 +130,8 @@ pub struct PlannedCommand {
     pub cwd: Resolved,
     pub timeout: i64,
     pub background: bool,
+    /// Background only: announce the end with a completion turn.
+    pub notify_on_complete: bool,
     pub overlay: Vec<(String, String)>,
     pub bindings: Vec<Binding>,
 }
@@ -303,6 +306,7 @@ fn plan_command(
             cwd,
             timeout,
             background,
+            notify_on_complete: args.notify_on_complete.unwrap_or(true),
             overlay,
             bindings,
         },
@@ -352,6 +356,7 @@ async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
         cwd,
         timeout,
         background,
+        notify_on_complete,
         overlay,
         bindings,
     } = p;
@@ -441,7 +446,10 @@ async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
                 let on_chunk = move |kind: StreamKind, text: &str| {
                     let _ = sink.try_send((kind.as_str(), text.to_owned()));
                 };
-                let on_spawn = |r: &exec::ProcessRecord| registry.started(r);
+                let on_spawn = |r: &exec::ProcessRecord| {
+                    registry.started(r);
+                    task.process_started(r);
+                };
                 let result = exec::run(spec, task.cancel.clone(), on_spawn, on_chunk).await;
                 let _ = writer.await;
                 let (status, content, data) = match result {
@@ -476,7 +484,16 @@ async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
         });
         let started = env
             .host
-            .start_task(env, "terminal.exec", summary, job)
+            .start_task(
+                env,
+                "terminal.exec",
+                summary,
+                crate::tasks::StartOptions {
+                    notify_on_complete,
+                    metadata: None,
+                },
+                job,
+            )
             .await;
         return match started {
             Ok(task_id) => ToolOutcome::ok_json(json!({"task_id": task_id})),

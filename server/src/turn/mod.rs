@@ -13,7 +13,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
+use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
@@ -29,6 +31,7 @@ use crate::redact::redactor::{SecretRedactor, View};
 use crate::running::RunningWork;
 use crate::store::{SessionRow, StartTurn, Store, TurnFinish, TurnRow, TurnStatus};
 use crate::wire::events::{self, EventPayload};
+use crate::tasks::{CompletionError, CompletionSink, Signal};
 use provider::{ModelRequest, Provider};
 use script::ScriptStep;
 
@@ -896,8 +899,8 @@ impl TurnService {
                 Duration::from_secs(10),
             )
             .await;
-        if !here {
-            // Not running here (another node, or left over): settle it in the database.
+        if !here && !self.cancel_elsewhere(scope, session, turn).await {
+            // Nobody ended it (its node is gone, or left it over): settle it in the database.
             if self
                 .inner
                 .store
@@ -924,6 +927,67 @@ impl TurnService {
             }
         }
         self.get(scope, session, turn).await
+    }
+
+    /// Ask the instance running `turn` to cancel it and wait (bounded) for
+    /// it to settle; `true` once it has.
+    async fn cancel_elsewhere(
+        &self,
+        scope: &PrincipalScope,
+        session: SessionId,
+        turn: TurnId,
+    ) -> bool {
+        let signals = self.inner.dispatcher.tasks.signals();
+        signals.send(Signal::CancelTurn(turn.to_string())).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // Short sleeps between reads: turn ends are not signalled here, and
+        // this only runs for a cancel received by another instance.
+        while Instant::now() < deadline {
+            match self.get(scope, session, turn).await {
+                Ok(row) if row.status != TurnStatus::Running => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        false
+    }
+
+    /// Cancel turns of this instance that a cancel received elsewhere
+    /// names, until `stop`.
+    pub fn follow_cancels(&self, stop: CancellationToken) {
+        let this = self.clone();
+        let mut rx = self.inner.dispatcher.tasks.signals().incoming();
+        tokio::spawn(async move {
+            loop {
+                let signal = tokio::select! {
+                    s = rx.recv() => s,
+                    _ = stop.cancelled() => return,
+                };
+                match signal {
+                    Ok(Signal::CancelTurn(id)) => {
+                        let Ok(turn) = TurnId::parse(&id) else {
+                            continue;
+                        };
+                        let this = this.clone();
+                        tokio::spawn(async move {
+                            this.inner
+                                .running
+                                .cancel(
+                                    &turn,
+                                    |reason| {
+                                        let _ = reason.set("cancelled");
+                                    },
+                                    Duration::from_secs(10),
+                                )
+                                .await;
+                        });
+                    }
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
     }
 
     /// Fail turns this node left running when it stopped (reason `lost`).
@@ -964,6 +1028,29 @@ impl TurnService {
 
     pub fn running_count(&self) -> usize {
         self.inner.running.len()
+    }
+}
+
+/// Completion turns of background tasks run as ordinary turns of the
+/// task's session, as its owner: the session's normal capabilities, no
+/// extra approval.
+impl CompletionSink for TurnService {
+    fn start_completion(
+        &self,
+        scope: PrincipalScope,
+        session_id: String,
+        input: String,
+    ) -> BoxFuture<'static, std::result::Result<(), CompletionError>> {
+        let this = self.clone();
+        Box::pin(async move {
+            let sid =
+                SessionId::parse(&session_id).map_err(|e| CompletionError::Gone(e.to_string()))?;
+            match this.start(&scope, sid, input, None).await {
+                Ok(_) => Ok(()),
+                Err(Error::Conflict(_)) => Err(CompletionError::Busy),
+                Err(e) => Err(CompletionError::Gone(e.to_string())),
+            }
+        })
     }
 }
 

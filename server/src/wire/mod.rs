@@ -19,5 +19,6 @@ pub mod states;
 
 pub use risk::{ApprovalPolicy, Risk};
 pub use states::{
-    ApprovalState, ClarificationState, Decision, TaskStatus, ToolStatus, TurnStatus, UnknownValue,
+    ApprovalState, ClarificationState, Completion, Decision, TaskStatus, ToolStatus, TurnStatus,
+    UnknownValue,
 };

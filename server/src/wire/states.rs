@@ -116,13 +116,18 @@ vocabulary! {
 }
 
 vocabulary! {
-    /// Where a background task stands. Only `running` moves, exactly once.
+    /// Where a background task stands. Terminal states are reached exactly once.
     TaskStatus, "task status" {
+        /// Recorded, waiting for a worker (and for its owner's running caps).
+        Queued = "queued",
+        /// Claimed by a worker; its instance holds the lease.
         Running = "running",
         Succeeded = "succeeded",
         Failed = "failed",
         Cancelled = "cancelled",
-        /// The node running it stopped.
+        /// Waiting on something outside the task (e.g. a child's approval).
+        Blocked = "blocked",
+        /// The instance running it died (lease expired) or stopped.
         Lost = "lost",
     }
 }
@@ -145,6 +150,26 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// A task's completion notification: whether a completion turn is owed
+    /// to its session, and who settled it.
+    Completion, "task completion" {
+        /// Not asked for.
+        None = "none",
+        /// Asked for; the task has not ended.
+        Wanted = "wanted",
+        /// The task ended; a completion turn is owed.
+        Pending = "pending",
+        /// An instance claimed the delivery and is starting the turn.
+        Delivering = "delivering",
+        /// The completion turn was started.
+        Delivered = "delivered",
+        /// `yield_until` returned the final status first (or the owner
+        /// cancelled): no turn.
+        Consumed = "consumed",
+    }
+}
+
 impl TurnStatus {
     pub fn is_terminal(self) -> bool {
         self != TurnStatus::Running
@@ -152,8 +177,36 @@ impl TurnStatus {
 }
 
 impl TaskStatus {
+    /// No further transition happens.
     pub fn is_terminal(self) -> bool {
-        self != TaskStatus::Running
+        match self {
+            TaskStatus::Succeeded
+            | TaskStatus::Failed
+            | TaskStatus::Cancelled
+            | TaskStatus::Lost => true,
+            TaskStatus::Queued | TaskStatus::Running | TaskStatus::Blocked => false,
+        }
+    }
+
+    /// `yield_until` returns (and consumes the completion) on these.
+    pub fn settles_wait(self) -> bool {
+        self.is_terminal() || self == TaskStatus::Blocked
+    }
+
+    /// Holding (or waiting for) a worker.
+    pub fn is_active(self) -> bool {
+        matches!(self, TaskStatus::Queued | TaskStatus::Running)
+    }
+}
+
+impl Completion {
+    /// The state at creation.
+    pub fn at_start(notify: bool) -> Self {
+        if notify {
+            Completion::Wanted
+        } else {
+            Completion::None
+        }
     }
 }
 

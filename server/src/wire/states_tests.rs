@@ -21,6 +21,7 @@ fn every_value_round_trips_through_its_one_spelling() {
     round_trips(ClarificationState::ALL);
     round_trips(TaskStatus::ALL);
     round_trips(ToolStatus::ALL);
+    round_trips(Completion::ALL);
 }
 
 #[test]
@@ -40,6 +41,9 @@ fn unknown_stored_values_are_errors_never_defaults() {
         assert!(unknown.parse::<TaskStatus>().is_err(), "{unknown:?}");
     }
     assert!("closed".parse::<ClarificationState>().is_err());
+    for unknown in ["", "sent", "Pending", "none "] {
+        assert!(unknown.parse::<Completion>().is_err(), "{unknown:?}");
+    }
     let e = "nope".parse::<TaskStatus>().unwrap_err();
     assert_eq!(e.to_string(), r#"invalid task status: "nope""#);
 }
@@ -51,4 +55,20 @@ fn decisions_name_their_state() {
     assert_eq!(Decision::Deny.state(), ApprovalState::Denied);
     assert!(!TurnStatus::Running.is_terminal());
     assert!(TaskStatus::Lost.is_terminal());
+}
+
+#[test]
+fn task_states_split_into_active_waiting_and_terminal() {
+    use TaskStatus::*;
+    let terminal: Vec<_> = TaskStatus::ALL
+        .iter()
+        .copied()
+        .filter(|s| s.is_terminal())
+        .collect();
+    assert_eq!(terminal, [Succeeded, Failed, Cancelled, Lost]);
+    assert!(Blocked.settles_wait() && !Blocked.is_terminal());
+    assert!(!Running.settles_wait() && !Queued.settles_wait());
+    assert!(Queued.is_active() && Running.is_active() && !Blocked.is_active());
+    assert_eq!(Completion::at_start(true), Completion::Wanted);
+    assert_eq!(Completion::at_start(false), Completion::None);
 }

@@ -1,8 +1,9 @@
 //! Human approvals: persist the request, emit `approval.requested`, wait for
 //! a decision (REST or WebSocket, on any node), a timeout (a deny) or the
-//! turn's cancellation. `allow_session` decisions are cached per principal,
-//! session, core fingerprint and rule key for at most eight hours; identical
-//! concurrent requests share one decision.
+//! turn's cancellation. `allow_session` decisions are grants held in the
+//! database per principal, session, core fingerprint and rule key for at
+//! most eight hours (so every instance honours them and a revocation reaches
+//! all); identical concurrent requests share one decision.
 //!
 //! Who may decide is the tenant's policy
 //! ([`crate::policy::approval_authority`]): each request records whether its
@@ -16,7 +17,7 @@ pub mod preview;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::watch;
@@ -30,7 +31,7 @@ use crate::policy::approval_authority::{
     access, requirement, Access, MemberMaxRisk, Requirement, TenantPolicy,
 };
 use crate::policy::approval_policy::Risk;
-use crate::store::{ApprovalRow, NewApproval, Store, StoredTenantPolicy};
+use crate::store::{ApprovalRow, NewApproval, SessionGrant, Store, StoredTenantPolicy};
 use crate::wire::events::{self, EventPayload};
 use crate::wire::ApprovalState;
 
@@ -82,9 +83,6 @@ struct Inner {
     waiters: HashMap<String, watch::Sender<Outcome>>,
     /// (session, rule) -> approval id of the request in flight.
     inflight: HashMap<(String, String), (String, watch::Receiver<Outcome>)>,
-    /// cache key -> (expiry, the authority that allowed it). An allow by the
-    /// owner never stands in for a request that needs an operator.
-    session_allows: HashMap<String, (Instant, Requirement)>,
 }
 
 #[derive(Clone)]
@@ -140,17 +138,13 @@ impl Approvals {
     ) -> Result<Verdict> {
         let key = cache_key(a, &req.rule);
         let requires = self.requirement_for(a.scope.tenant(), req.risk).await?;
+        // Grants live in the database: one made on any instance holds on
+        // all, and a revocation reaches all at once.
         if req.session_cacheable {
-            let mut inner = self.inner();
-            match inner.session_allows.get(&key) {
-                Some((exp, by)) if *exp > Instant::now() && *by >= requires => {
-                    return Ok(Verdict::Allowed("session_cache"))
+            if let Some(by) = self.store.session_grant(&key).await? {
+                if by >= requires {
+                    return Ok(Verdict::Allowed("session_cache"));
                 }
-                Some((exp, _)) if *exp > Instant::now() => {}
-                Some(_) => {
-                    inner.session_allows.remove(&key);
-                }
-                None => {}
             }
         }
         // Share an identical request already waiting in this session.
@@ -189,9 +183,17 @@ impl Approvals {
         let verdict = verdict?;
         if verdict == Verdict::Allowed("allow_session") && req.session_cacheable {
             // Only someone with the recorded authority could have decided it.
-            self.inner()
-                .session_allows
-                .insert(key, (Instant::now() + SESSION_ALLOW_TTL, requires));
+            let ttl = i64::try_from(SESSION_ALLOW_TTL.as_millis()).unwrap_or(i64::MAX / 4);
+            self.store
+                .put_session_grant(&SessionGrant {
+                    cache_key: &key,
+                    tenant: a.scope.tenant(),
+                    principal: a.scope.principal(),
+                    session_id: a.session_id,
+                    requirement: requires,
+                    expires_at: crate::time::now_ms() + ttl,
+                })
+                .await?;
         }
         Ok(verdict)
     }
@@ -434,8 +436,10 @@ impl Approvals {
         {
             return Err(Error::Conflict("approval was settled meanwhile".into()));
         }
-        self.publish(id, state, Some(decision));
+        // The resolution is in the log before the waiting turn goes on, so
+        // `approval.resolved` always precedes the call's `tool.result`.
         self.resolved_event(id, decision, "user", Some(by)).await;
+        self.publish(id, state, Some(decision));
         self.store
             .get_approval(scope.tenant(), id)
             .await?
@@ -463,12 +467,13 @@ impl Approvals {
         Ok(rows.len())
     }
 
-    /// Forget every cached `allow_session` of a session (revocation).
-    pub fn revoke_session(&self, session_id: &str) {
-        let marker = format!("\u{1f}{session_id}\u{1f}");
-        self.inner()
-            .session_allows
-            .retain(|k, _| !k.contains(&marker));
+    /// Revoke every `allow_session` grant of one of the caller's sessions,
+    /// on every instance; how many there were.
+    pub async fn revoke_session(&self, scope: &PrincipalScope, session_id: &str) -> Result<u64> {
+        Ok(self
+            .store
+            .delete_session_grants(scope.tenant(), scope.principal(), session_id)
+            .await?)
     }
 }
 
