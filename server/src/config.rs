@@ -230,6 +230,8 @@ pub struct Config {
     pub read_roots: Vec<PathBuf>,
     /// `--terminal-network`: `false` cuts the network of terminal commands.
     pub terminal_network: bool,
+    /// `--authored-timeout`: one authored tool call, at most.
+    pub authored_timeout: Duration,
     /// `--member-max-risk`: the approval policy of tenants that set none.
     pub default_tenant_policy: crate::policy::approval_authority::TenantPolicy,
     pub protection: ProtectionConfig,
@@ -420,6 +422,7 @@ impl Config {
             },
             stream_buffer: serve.stream_buffer,
             approval_timeout: parse_duration("--approval-timeout", &serve.approval_timeout)?,
+            authored_timeout: parse_duration("--authored-timeout", &serve.authored_timeout)?,
             clarify_timeout: parse_duration("--clarify-timeout", &serve.clarify_timeout)?,
             protection: ProtectionConfig::from_args(serve)?,
             auth: AuthConfig {

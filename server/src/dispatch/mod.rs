@@ -232,7 +232,10 @@ impl Dispatcher {
             );
         }
         if let Some(cap) = &entry.capability {
-            if !catalog.grants().allows(cap, None, &[], false) {
+            // An authored tool's gate is granted for its path (core defaults
+            // or path-scoped grants), never by its own `capabilities` list.
+            let slot = entry.authored.as_ref().map(|a| a.slot_path.as_str());
+            if !catalog.grants().allows(cap, slot, &[], false) {
                 return ToolOutcome::error(
                     ToolStatus::Denied,
                     crate::policy::capabilities::denial_message(cap, None),
@@ -261,6 +264,9 @@ impl Dispatcher {
             "skill_view" => self.drive::<skills::SkillView>(&env).await,
             "clarify" => self.drive::<tools_clarify::Clarify>(&env).await,
             "tools_list" => self.drive::<crate::tools::ToolsList>(&env).await,
+            _ if entry.authored.is_some() => {
+                self.drive::<crate::authored::AuthoredCall>(&env).await
+            }
             other => ToolOutcome::error(
                 ToolStatus::NotFound,
                 format!("tool not found or not allowed: {other}"),

@@ -237,6 +237,9 @@ pub struct Walls {
     pub terminal_network: bool,
     /// Bytes of command output (artifacts, task logs) per command and tenant.
     pub quota: Arc<crate::exec::StorageQuota>,
+    /// Warm authored-tool runners, and how long one call may take.
+    pub authored: Arc<crate::authored::Runners>,
+    pub authored_timeout: std::time::Duration,
 }
 
 /// A user's answer to a clarifying question.
@@ -442,6 +445,8 @@ pub(crate) mod testing {
             ),
             terminal_network: true,
             quota: crate::exec::StorageQuota::new(1 << 20, 1 << 30),
+            authored: std::sync::Arc::new(crate::authored::Runners::new()),
+            authored_timeout: std::time::Duration::from_secs(5),
         };
         Fixture {
             dir,
