@@ -14,6 +14,32 @@ use crate::store::Store;
 pub const DEFAULT_TENANT: &str = "default";
 pub const OPERATOR_PRINCIPAL: &str = "operator";
 
+/// Like [`private_dir`] for the server home, but keeps a traverse bit
+/// (`0711`) that the sandbox gave it: a command run next to a live server
+/// (`demiurge token issue`, …) must not cut its confined children off
+/// from their folders under the home. Read and write for others go.
+pub fn private_home(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    private_dir_create(path)?;
+    let mode = fs::metadata(path)
+        .with_context(|| format!("stat {}", path.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o066 != 0 {
+        fs::set_permissions(path, fs::Permissions::from_mode(0o700 | (mode & 0o011)))
+            .with_context(|| format!("make {} private", path.display()))?;
+    }
+    Ok(())
+}
+
+fn private_dir_create(path: &Path) -> anyhow::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .with_context(|| format!("create {}", path.display()))
+}
+
 /// Create a folder (and parents) with mode 0700, tightening it if it exists.
 pub fn private_dir(path: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;

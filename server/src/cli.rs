@@ -150,7 +150,12 @@ pub enum CheckCommand {
         command: Vec<String>,
     },
     /// Check a URL against the host URL policy (resolves DNS like a real fetch).
-    Url { url: String },
+    Url {
+        url: String,
+        /// Networks the policy would block that the operator allows (as `serve`).
+        #[arg(long, env = "DEMIURGE_URL_ALLOW", value_delimiter = ',')]
+        url_allow: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, Args)]
@@ -220,6 +225,11 @@ pub struct ServeArgs {
     /// Folders outside workspaces that file tools may read after approval (comma-separated).
     #[arg(long, env = "DEMIURGE_READ_ROOTS", value_delimiter = ',')]
     pub read_root: Vec<PathBuf>,
+    /// Destinations the URL policy would block that every outbound request
+    /// may reach anyway (comma-separated CIDRs or addresses), e.g. a
+    /// self-hosted service on a private network.
+    #[arg(long, env = "DEMIURGE_URL_ALLOW", value_delimiter = ',')]
+    pub url_allow: Vec<String>,
     /// Network of terminal commands: `on`, or `none` (no TCP; on a root server no network at all).
     #[arg(long, env = "DEMIURGE_TERMINAL_NETWORK", default_value = "on")]
     pub terminal_network: String,

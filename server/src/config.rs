@@ -232,6 +232,8 @@ pub struct Config {
     pub terminal_network: bool,
     /// `--authored-timeout`: one authored tool call, at most.
     pub authored_timeout: Duration,
+    /// `--url-allow`: networks the URL policy would refuse that the operator allows.
+    pub url_allow: Vec<ipnet::IpNet>,
     /// `--member-max-risk`: the approval policy of tenants that set none.
     pub default_tenant_policy: crate::policy::approval_authority::TenantPolicy,
     pub protection: ProtectionConfig,
@@ -243,6 +245,24 @@ pub fn parse_duration(name: &str, s: &str) -> Result<Duration, ConfigError> {
             "{name} {s:?} is not a duration ({e}); use e.g. 30s, 5m, 1h"
         ))
     })
+}
+
+/// `--url-allow`: CIDRs (`10.0.0.0/8`, `fd00::/8`) or single addresses;
+/// empty items are ignored.
+pub fn parse_url_allow(items: &[String]) -> Result<Vec<ipnet::IpNet>, ConfigError> {
+    let mut nets = Vec::new();
+    for item in items.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        let net = item
+            .parse::<ipnet::IpNet>()
+            .or_else(|_| item.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+            .map_err(|_| {
+                ConfigError(format!(
+                    "--url-allow {item:?} is not a network like 10.0.0.0/8 or an address"
+                ))
+            })?;
+        nets.push(net.trunc());
+    }
+    Ok(nets)
 }
 
 /// `--token-max-ttl`, shared by `serve` and the token commands.
@@ -336,6 +356,7 @@ impl Config {
                 )))
             }
         };
+        let url_allow = parse_url_allow(&serve.url_allow)?;
         let mut read_roots = Vec::new();
         for root in serve.read_root.iter().filter(|r| !r.as_os_str().is_empty()) {
             let canonical = root
@@ -403,6 +424,7 @@ impl Config {
             sandbox,
             read_roots,
             terminal_network,
+            url_allow,
             bind,
             home: common.home.clone(),
             database,
@@ -552,6 +574,23 @@ mod tests {
             &["--max-connections", "0"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn url_allow_takes_networks_and_addresses() {
+        let nets = parse_url_allow(&[
+            "10.0.0.0/8".into(),
+            " 192.168.1.7 ".into(),
+            "".into(),
+            "fd00::1/16".into(),
+        ])
+        .unwrap();
+        let shown: Vec<String> = nets.iter().map(|n| n.to_string()).collect();
+        assert_eq!(shown, ["10.0.0.0/8", "192.168.1.7/32", "fd00::/16"]);
+        for bad in ["10.0.0.0/33", "example.com", "10.0.0"] {
+            let e = parse_url_allow(&[bad.into()]).unwrap_err();
+            assert!(e.0.contains(bad), "{e:?}");
         }
     }
 

@@ -39,7 +39,8 @@
 //!   family), URL policy, capabilities, approval policy and authority,
 //!   workspace path rules, file walls, argument schemas.
 //! - [`paths`]: the filesystem edge of the workspace rules (`..` and symlinks
-//!   resolved for real); [`net`]: the DNS edge of the URL policy.
+//!   resolved for real); [`net`]: the network edge of the URL policy, DNS
+//!   and [`net::Outbound`], the one HTTP client for tenant-driven requests.
 //! - [`redact`]: secret discovery and the five result views
 //!   ([`redact::redactor`]: names, known secrets, text detection, argv, views,
 //!   preview), and line-by-line redaction of live output.
@@ -79,3 +80,4 @@ pub mod telemetry;
 pub mod time;
 pub mod tools;
 pub mod turn;
+pub mod wire;

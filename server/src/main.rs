@@ -63,7 +63,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Migrate => {
             let db = DatabaseConfig::resolve(&cli.common.home, cli.common.database_url.as_deref())?;
-            demiurge::bootstrap::private_dir(&cli.common.home)?;
+            demiurge::bootstrap::private_home(&cli.common.home)?;
             Store::open(&db).await?.close().await;
             println!("migrations applied");
             Ok(())
@@ -117,7 +117,7 @@ async fn issue_token(
     };
     let max_ttl = demiurge::config::token_max_ttl(common)?;
     let audience = std::env::var("DEMIURGE_JWT_AUDIENCE").unwrap_or_else(|_| "demiurge".into());
-    demiurge::bootstrap::private_dir(&common.home)?;
+    demiurge::bootstrap::private_home(&common.home)?;
     let key = load_or_create_signing_key(&common.home)?;
     let tokens = TokenService::new(
         &key,
@@ -228,7 +228,7 @@ async fn toggle_principal(common: &CommonArgs, command: PrincipalCommand) -> any
 /// Append a change to the database; running servers pick it up by polling.
 /// Returns the recorded cutoff (Unix seconds).
 async fn record_change(common: &CommonArgs, change: &RevocationChange) -> anyhow::Result<i64> {
-    demiurge::bootstrap::private_dir(&common.home)?;
+    demiurge::bootstrap::private_home(&common.home)?;
     let db = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
     let store = Store::open(&db).await?;
     let row = store
@@ -247,8 +247,9 @@ async fn check(command: CheckCommand) -> anyhow::Result<()> {
             let verdict = demiurge::policy::command_guard::classify_in(&line, cwd.as_deref());
             println!("{}", serde_json::to_string(&verdict)?);
         }
-        CheckCommand::Url { url } => {
-            let verdict = demiurge::net::check_url(&url).await;
+        CheckCommand::Url { url, url_allow } => {
+            let allow = demiurge::config::parse_url_allow(&url_allow)?;
+            let verdict = demiurge::net::check_url(&url, allow).await;
             println!("{}", serde_json::to_string(&verdict)?);
         }
     }

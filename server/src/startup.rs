@@ -349,6 +349,10 @@ fn build_walls(
         quota,
         authored: Arc::new(crate::authored::Runners::new()),
         authored_timeout: config.authored_timeout,
+        outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
+            allow: config.url_allow.clone(),
+            ..Default::default()
+        }),
     })
 }
 

@@ -194,7 +194,8 @@ async fn start(
             }
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // Generous: on a loaded 2-core machine PostgreSQL DDL alone can take seconds.
+    let deadline = Instant::now() + Duration::from_secs(90);
     let mut lines = Vec::new();
     let addr = loop {
         let left = deadline.saturating_duration_since(Instant::now());

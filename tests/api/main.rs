@@ -7,6 +7,7 @@ mod apidoc;
 mod auth;
 mod authored;
 mod authority;
+mod cores;
 mod effects;
 mod helpers;
 mod history;

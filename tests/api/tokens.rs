@@ -546,3 +546,54 @@ async fn revocation_reaches_every_instance_sharing_postgres() {
     assert_eq!(st, 200);
     assert_eq!(eventually(&b, &bob, 200).await.0, 200);
 }
+
+#[tokio::test]
+async fn admins_list_their_own_tenants_principals_only() {
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let admin = app.token_with("acme", "ada", "admin", "1h");
+        let member = app.token_with("acme", "bob", "member", "1h");
+        let other = app.token_with("globex", "gus", "admin", "1h");
+        // Tokens issued by the CLI record their principals.
+        let (st, body) = app.get(&admin, "/v1/principals").await;
+        assert_eq!(st, 200, "{body}");
+        let names: Vec<&str> = body["principals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["principal"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["ada", "bob"], "{body}");
+        let bob = &body["principals"][1];
+        assert_eq!(bob["role"], "member");
+        assert_eq!(bob["disabled"], false);
+        assert!(bob["created_at"].as_str().unwrap().ends_with('Z'));
+
+        // Disabling shows in the list.
+        let (st, _) = app
+            .post(&admin, "/v1/principals/bob/disable", json!({}))
+            .await;
+        assert_eq!(st, 200);
+        let (_, body) = app.get(&admin, "/v1/principals").await;
+        assert_eq!(body["principals"][1]["disabled"], true, "{body}");
+
+        // Another tenant's admin sees only its own.
+        let (st, body) = app.get(&other, "/v1/principals").await;
+        assert_eq!(st, 200);
+        let names: Vec<&str> = body["principals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["principal"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["gus"], "{body}");
+
+        // Members and operators are refused with the envelope.
+        let (st, body) = app.get(&member, "/v1/principals").await;
+        assert!(st == 401 || st == 403, "{st} {body}");
+        let op = app.token_with("acme", "olga", "operator", "1h");
+        let (st, body) = app.get(&op, "/v1/principals").await;
+        assert_eq!(st, 403, "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("admin"));
+    }
+}

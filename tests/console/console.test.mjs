@@ -4,6 +4,7 @@
 // Run by scripts/console-e2e, which starts a server and passes:
 //   CONSOLE_URL   base URL of the server (no trailing slash)
 //   CONSOLE_TOKEN an operator token for it
+//   CONSOLE_ADMIN_TOKEN an admin token of the same tenant
 //   ARTIFACTS     folder for screenshots and measurements
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -13,6 +14,7 @@ import { chromium } from "playwright-core";
 
 const BASE = process.env.CONSOLE_URL;
 const TOKEN = process.env.CONSOLE_TOKEN;
+const ADMIN_TOKEN = process.env.CONSOLE_ADMIN_TOKEN;
 const ARTIFACTS = process.env.ARTIFACTS || "test-artifacts/console";
 const TIMEOUT = 20_000;
 
@@ -278,6 +280,57 @@ test("load to interactive, signed in with a session open (median of 5 reloads)",
   fs.writeFileSync(path.join(ARTIFACTS, "load-to-interactive-signed-in-ms.txt"), times.join(" ") + "\n");
   await page.getByRole("button", { name: "New session" }).waitFor();
   await page.getByRole("textbox", { name: "Message" }).waitFor();
+});
+
+test("admin: issue a token, revoke it, disable and enable a principal", async () => {
+  assert.ok(ADMIN_TOKEN, "CONSOLE_ADMIN_TOKEN must be set (use scripts/console-e2e)");
+  // The operator signed in so far has no Principals view.
+  assert.equal(await page.getByRole("link", { name: "Principals" }).isVisible(), false);
+  const actx = await browser.newContext({ viewport: { width: 1366, height: 768 } });
+  const a = await actx.newPage();
+  a.setDefaultTimeout(TIMEOUT);
+  await a.goto(BASE + "/console");
+  await a.locator("body[data-ready]").waitFor();
+  await a.getByRole("textbox", { name: "Token" }).fill(ADMIN_TOKEN);
+  await a.getByRole("button", { name: "Sign in" }).click();
+  await a.getByRole("link", { name: "Principals" }).click();
+  await a.getByRole("heading", { name: "Principals", exact: true }).waitFor();
+  // Issue a member token for a new principal; it is shown once and works.
+  await a.getByRole("textbox", { name: "Principal", exact: true }).fill("e2e-bob");
+  await a.getByRole("combobox", { name: "Role" }).selectOption("member");
+  await a.getByRole("textbox", { name: "Lifetime" }).fill("30m");
+  await a.getByRole("button", { name: "Issue token" }).click();
+  const issued = a.getByRole("textbox", { name: "New token" });
+  await issued.waitFor();
+  const bob = await issued.inputValue();
+  assert.match(bob, /^[\w-]+\.[\w-]+\.[\w-]+$/, "a JWT is shown");
+  const status = async (token) =>
+    (await fetch(BASE + "/v1/sessions", { headers: { Authorization: "Bearer " + token } })).status;
+  assert.equal(await status(bob), 200);
+  const row = a.getByRole("row").filter({ hasText: "e2e-bob" });
+  await row.getByRole("cell", { name: "member" }).waitFor();
+  await shot("11-principals", a);
+  // Revoke: the token is refused within a couple of seconds.
+  await a.getByRole("button", { name: "Revoke tokens e2e-bob" }).click();
+  await a.getByRole("status").filter({ hasText: "revoked" }).waitFor();
+  let code = 0;
+  for (let i = 0; i < 30 && code !== 401; i++) {
+    code = await status(bob);
+    if (code !== 401) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(code, 401, "a revoked token is refused");
+  // Disable, then enable again: the state shows in the row.
+  await a.getByRole("button", { name: "Disable e2e-bob" }).click();
+  await row.getByText("disabled", { exact: true }).waitFor();
+  await a.getByRole("button", { name: "Enable e2e-bob" }).click();
+  await row.getByText("active", { exact: true }).waitFor();
+  // A bad principal name is refused with the server's message, nothing issued.
+  await a.getByRole("textbox", { name: "Principal", exact: true }).fill("e2e-carol");
+  await a.getByRole("textbox", { name: "Lifetime" }).fill("forever");
+  await a.getByRole("button", { name: "Issue token" }).click();
+  await a.locator("#issue-status.error").waitFor();
+  assert.equal(await a.getByRole("row").filter({ hasText: "e2e-carol" }).count(), 0);
+  await actx.close();
 });
 
 test("keyboard only: sign in, create a session, send, approve", async () => {

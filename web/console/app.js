@@ -52,6 +52,7 @@ async function signIn(token) {
   $("app").hidden = false;
   $("views").hidden = false;
   $("signout").hidden = false;
+  $("nav-principals").hidden = claims().role !== "admin";
   refreshApprovalCount();
   route();
 }
@@ -77,6 +78,19 @@ function signOut() {
   if (state.stop) state.stop();
   location.hash = "";
   location.reload();
+}
+
+/**
+ * The token's own claims, for what the console shows (the Principals view
+ * for admins). Display only: the server decides every request by itself.
+ */
+function claims() {
+  try {
+    const part = auth.token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(atob(part)) || {};
+  } catch {
+    return {};
+  }
 }
 
 // ---------------------------------------------------------------- sessions
@@ -187,20 +201,21 @@ function route() {
   } else if (parts[0] === "approvals") view = "approvals";
   else if (parts[0] === "tasks") view = "tasks";
   else if (parts[0] === "tools") view = "tools";
+  else if (parts[0] === "principals") view = "principals";
   else if (state.current) view = "session";
   show(view);
 }
 
 function show(view) {
   state.view = view;
-  for (const v of ["empty", "session", "approvals", "tasks", "tools"]) $("view-" + v).hidden = v !== view;
+  for (const v of ["empty", "session", "approvals", "tasks", "tools", "principals"]) $("view-" + v).hidden = v !== view;
   if (view === "session" && !state.current) $("view-empty").hidden = false;
   const base = state.current ? "#/s/" + state.current : "#/";
   $("nav-session").href = base;
   $("nav-tasks").href = state.current ? base + "/tasks" : "#/tasks";
   $("nav-tools").href = state.current ? base + "/tools" : "#/tools";
-  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools" };
-  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools"]) {
+  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools", principals: "nav-principals" };
+  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools", "nav-principals"]) {
     if (navFor[view] === id) $(id).setAttribute("aria-current", "page");
     else $(id).removeAttribute("aria-current");
   }
@@ -209,6 +224,7 @@ function show(view) {
   if (view === "approvals") poll(loadApprovals);
   else if (view === "tasks") poll(loadTasks);
   else if (view === "tools") loadTools();
+  else if (view === "principals") loadPrincipals();
 }
 
 function poll(fn) {
@@ -684,6 +700,79 @@ function updateTaskRow(row, t) {
   row.querySelector(".cancel").hidden = !t.running;
 }
 
+// ---------------------------------------------------------------- principals
+
+async function loadPrincipals() {
+  const body = $("principals-list");
+  let r;
+  try {
+    r = await api("GET", "/v1/principals");
+  } catch (e) {
+    body.textContent = "";
+    say($("principals-status"), e instanceof ApiError && e.status === 403 ? "Managing principals needs the admin role." : errorText(e), true);
+    return;
+  }
+  say($("principals-status"), "");
+  const me = claims().sub;
+  body.replaceChildren(...r.principals.map((p) => principalRow(p, p.principal === me)));
+  if (!r.principals.length) body.append(h("tr", null, h("td.muted", { colspan: "5", text: "No principals yet." })));
+}
+
+function principalRow(p, isMe) {
+  const act = (label, path, body, done) =>
+    h("button", {
+      type: "button",
+      text: label,
+      class: label === "Enable" ? "" : "danger",
+      "aria-label": `${label} ${p.principal}`,
+      onclick: async (e) => {
+        e.currentTarget.disabled = true;
+        try {
+          await api("POST", path, body);
+          say($("principals-status"), done);
+        } catch (err) {
+          say($("principals-status"), errorText(err), true);
+        }
+        loadPrincipals();
+      },
+    });
+  const id = encodeURIComponent(p.principal);
+  const toggle = p.disabled
+    ? act("Enable", `/v1/principals/${id}/enable`, undefined, `${p.principal} enabled.`)
+    : act("Disable", `/v1/principals/${id}/disable`, undefined, `${p.principal} disabled: every token refused.`);
+  const revoke = act("Revoke tokens", "/v1/tokens/revoke", { principal: p.principal }, `Tokens of ${p.principal} issued until now are revoked.`);
+  return h(
+    "tr",
+    { dataset: { principal: p.principal } },
+    h("th", { scope: "row" }, h("code", { text: p.principal }), isMe ? h("span.muted.small", { text: " (you)" }) : null),
+    h("td", { text: p.role }),
+    h("td", null, badge(p.disabled ? "disabled" : "active")),
+    h("td.muted.small", { text: time(p.created_at) }),
+    h("td.actions", null, isMe ? null : toggle, isMe ? null : revoke),
+  );
+}
+
+async function issueToken() {
+  const principal = $("issue-principal").value.trim();
+  const body = { principal, role: $("issue-role").value };
+  const ttl = $("issue-ttl").value.trim();
+  if (ttl) body.ttl = ttl;
+  say($("issue-status"), "");
+  try {
+    const t = await api("POST", "/v1/tokens", body);
+    $("issued").hidden = false;
+    $("issued-token").value = t.token;
+    $("issued-meta").textContent = `${t.principal} · ${t.role} · expires ${time(t.expires_at)} · shown once`;
+    say($("issue-status"), `Token issued for ${t.principal}.`);
+    $("issued-token").focus();
+    $("issued-token").select();
+    loadPrincipals();
+  } catch (e) {
+    $("issued").hidden = true;
+    say($("issue-status"), errorText(e), true);
+  }
+}
+
 // ---------------------------------------------------------------- tools
 
 async function loadTools() {
@@ -790,6 +879,10 @@ function init() {
     }
   });
   $("signout").addEventListener("click", signOut);
+  $("issue-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    issueToken();
+  });
   $("new-session").addEventListener("submit", async (e) => {
     e.preventDefault();
     const title = $("new-title").value.trim() || "Session " + new Date().toLocaleString();

@@ -109,6 +109,8 @@ export function time(iso) {
 
 const STATUS_CLASS = {
   succeeded: "ok",
+  active: "ok",
+  disabled: "bad",
   running: "run",
   pending: "run",
   denied: "bad",

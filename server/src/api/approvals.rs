@@ -10,9 +10,9 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery, Auth};
 use crate::app::SharedApp;
-use crate::dispatch::approvals::Decision;
 use crate::error::Error;
 use crate::store::ApprovalRow;
+use crate::wire::{ApprovalState, Decision, Risk};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -30,16 +30,16 @@ pub struct ApprovalView {
     pub session_id: String,
     pub turn_id: String,
     pub tool: String,
-    pub risk: String,
+    pub risk: Risk,
     pub rule: String,
     pub reason: String,
     /// Redacted, bounded preview of the arguments.
     #[schema(value_type = Object)]
     pub preview: serde_json::Value,
-    pub state: String,
-    pub decision: Option<String>,
+    pub state: ApprovalState,
+    pub decision: Option<Decision>,
     /// Decisions this request accepts.
-    pub choices: Vec<String>,
+    pub choices: Vec<Decision>,
     /// Who may decide: `owner` (the principal who asked) or `operator` (a
     /// tenant operator or admin; fixed from the tenant policy when it was asked).
     pub requires: String,
@@ -52,12 +52,8 @@ pub struct ApprovalView {
 
 impl From<ApprovalRow> for ApprovalView {
     fn from(r: ApprovalRow) -> Self {
-        let mut choices = vec!["allow_once".to_owned()];
-        if r.session_cacheable {
-            choices.push("allow_session".into());
-        }
-        choices.push("deny".into());
         Self {
+            choices: crate::dispatch::approvals::choices(r.session_cacheable),
             id: r.id,
             principal: r.principal_id,
             session_id: r.session_id,
@@ -69,8 +65,7 @@ impl From<ApprovalRow> for ApprovalView {
             preview: serde_json::from_str(&r.preview).unwrap_or(serde_json::Value::Null),
             state: r.state,
             decision: r.decision,
-            choices,
-            requires: r.requires,
+            requires: r.requires.as_str().to_owned(),
             created_at: crate::time::rfc3339(r.created_at),
             expires_at: crate::time::rfc3339(r.expires_at),
             decided_at: r.decided_at.map(crate::time::rfc3339),
@@ -110,15 +105,18 @@ pub async fn list_approvals(
     Auth(scope): Auth,
     ApiQuery(q): ApiQuery<ApprovalQuery>,
 ) -> ApiResult<Json<ApprovalList>> {
-    let state = q.state.as_deref().filter(|s| !s.is_empty());
-    if let Some(s) = state {
-        if !["pending", "allowed", "denied", "expired"].contains(&s) {
-            return Err(Error::Invalid(format!(
-                "state {s:?} is not one of pending, allowed, denied, expired"
-            ))
-            .into());
-        }
-    }
+    let state = q
+        .state
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<ApprovalState>().map_err(|_| {
+                Error::Invalid(format!(
+                    "state {s:?} is not one of pending, allowed, denied, expired"
+                ))
+            })
+        })
+        .transpose()?;
     let rows = app
         .store
         .list_approvals(
@@ -150,7 +148,7 @@ pub async fn decide_approval(
     ApiJson(req): ApiJson<DecideApproval>,
 ) -> ApiResult<Json<ApprovalView>> {
     let id = parse_id(&id, "approval id")?;
-    let decision = Decision::parse(&req.decision).ok_or_else(|| {
+    let decision = req.decision.parse::<Decision>().map_err(|_| {
         Error::Invalid(format!(
             "decision {:?} is not one of allow_once, allow_session, deny",
             req.decision

@@ -10,8 +10,8 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::{Event, EventType, SseEvent};
 use super::{
-    approvals, events, health, principals, search, sessions, stream, tasks, tenant_policy, tokens,
-    tools, turns,
+    approvals, cores, events, health, principals, search, sessions, stream, tasks, tenant_policy,
+    tokens, tools, turns,
 };
 
 #[derive(OpenApi)]
@@ -27,12 +27,14 @@ use super::{
         approvals::list_approvals, approvals::decide_approval, approvals::answer_clarification,
         tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs, search::search, search::list_audit,
         tokens::issue_token, tokens::revoke_tokens,
-        principals::disable_principal, principals::enable_principal,
+        principals::list_principals, principals::disable_principal, principals::enable_principal,
         tenant_policy::get_tenant_policy, tenant_policy::put_tenant_policy,
+        cores::list_cores, cores::get_core, cores::get_core_file, cores::put_core_file,
+        cores::delete_core_file, cores::list_core_versions, cores::diff_core,
     ),
     components(schemas(ErrorBody, Event, EventType, SseEvent)),
     modifiers(&BearerAuth, &SharedResponses),
-    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "operations"))
+    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "cores"), (name = "operations"))
 )]
 pub struct ApiDoc;
 
@@ -149,8 +151,26 @@ impl Modify for SharedResponses {
     }
 }
 
-/// What utoipa cannot express: the SSE frame's `data` is JSON of the `Event` schema.
+/// What utoipa cannot express: the SSE frame's `data` is JSON of the
+/// `Event` schema; a core file path's pattern (a `const`, not a literal).
 fn patch(doc: &mut Value) {
+    if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
+        for (path, item) in paths.iter_mut() {
+            if !path.starts_with("/v1/cores/") || !path.ends_with("/files/{path}") {
+                continue;
+            }
+            for op in ["get", "put", "delete"] {
+                let Some(params) = item.pointer_mut(&format!("/{op}/parameters")) else {
+                    continue;
+                };
+                for p in params.as_array_mut().into_iter().flatten() {
+                    if p["name"] == "path" {
+                        p["schema"]["pattern"] = json!(cores::FILE_PATTERN);
+                    }
+                }
+            }
+        }
+    }
     if let Some(data) = doc.pointer_mut("/components/schemas/SseEvent/properties/data") {
         data["contentSchema"] = json!({"$ref": "#/components/schemas/Event"});
     }

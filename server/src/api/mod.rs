@@ -3,6 +3,7 @@
 
 pub mod approvals;
 pub mod console;
+pub mod cores;
 pub mod doc;
 pub mod error;
 pub mod events;
@@ -65,6 +66,7 @@ pub fn router(app: SharedApp) -> Router {
         .route("/v1/tasks/{id}/logs", get(tasks::task_logs))
         .route("/v1/tokens", post(tokens::issue_token))
         .route("/v1/tokens/revoke", post(tokens::revoke_tokens))
+        .route("/v1/principals", get(principals::list_principals))
         .route(
             "/v1/principals/{id}/disable",
             post(principals::disable_principal),
@@ -73,6 +75,16 @@ pub fn router(app: SharedApp) -> Router {
             "/v1/principals/{id}/enable",
             post(principals::enable_principal),
         )
+        .route("/v1/cores", get(cores::list_cores))
+        .route("/v1/cores/{core}", get(cores::get_core))
+        .route(
+            "/v1/cores/{core}/files/{*path}",
+            get(cores::get_core_file)
+                .put(cores::put_core_file)
+                .delete(cores::delete_core_file),
+        )
+        .route("/v1/cores/{core}/versions", get(cores::list_core_versions))
+        .route("/v1/cores/{core}/diff", get(cores::diff_core))
         .route(
             "/v1/tenant/policy",
             get(tenant_policy::get_tenant_policy).put(tenant_policy::put_tenant_policy),

@@ -1,4 +1,4 @@
-//! Principals of the caller's tenant (tenant admins): disable and enable.
+//! Principals of the caller's tenant (tenant admins): list, disable and enable.
 
 use axum::extract::State;
 use axum::Json;
@@ -17,6 +17,44 @@ pub struct PrincipalState {
     pub principal: String,
     /// While true, every token of the principal is refused (401).
     pub disabled: bool,
+}
+
+/// A principal of the caller's tenant as its admins see it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PrincipalView {
+    pub principal: String,
+    /// The role recorded when it was first seen; each token carries its own.
+    pub role: String,
+    pub disabled: bool,
+    pub created_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PrincipalList {
+    pub principals: Vec<PrincipalView>,
+}
+
+/// The principals of the caller's tenant (tenant admins).
+#[utoipa::path(get, path = "/v1/principals", tag = "tokens",
+    responses((status = 200, body = PrincipalList), (status = 403, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_principals(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+) -> ApiResult<Json<PrincipalList>> {
+    admin::may_administer(&scope)?;
+    let rows = app.store.list_principals(scope.tenant()).await?;
+    Ok(Json(PrincipalList {
+        principals: rows
+            .into_iter()
+            .map(|r| PrincipalView {
+                principal: r.id,
+                role: r.role,
+                disabled: r.disabled_at.is_some(),
+                created_at: crate::time::rfc3339(r.created_at),
+            })
+            .collect(),
+    }))
 }
 
 async fn set(

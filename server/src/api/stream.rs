@@ -221,7 +221,7 @@ async fn serve_socket(
 /// an approval exactly like `POST /v1/approvals/{id}` (same authority rule;
 /// a refusal answers `{"type":"error","code":…,"message":…}`).
 async fn client_frame(app: &SharedApp, scope: &PrincipalScope, text: &str) -> serde_json::Value {
-    use crate::dispatch::approvals::Decision;
+    use crate::wire::Decision;
     let error = |msg: String| serde_json::json!({"type": "error", "message": msg});
     let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
         return error("frames must be JSON objects".into());
@@ -240,7 +240,7 @@ async fn client_frame(app: &SharedApp, scope: &PrincipalScope, text: &str) -> se
     let Some(decision) = v
         .get("decision")
         .and_then(|t| t.as_str())
-        .and_then(Decision::parse)
+        .and_then(|d| d.parse::<Decision>().ok())
     else {
         return error("decision must be allow_once, allow_session or deny".into());
     };

@@ -10,6 +10,7 @@ use super::extract::{ApiPath, ApiQuery, Auth};
 use crate::app::SharedApp;
 use crate::error::Error;
 use crate::store::TaskRow;
+use crate::wire::TaskStatus;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TaskView {
@@ -17,8 +18,7 @@ pub struct TaskView {
     pub session_id: String,
     /// e.g. `terminal.exec`.
     pub kind: String,
-    /// `running`, `succeeded`, `failed`, `cancelled` or `lost`.
-    pub status: String,
+    pub status: TaskStatus,
     pub running: bool,
     pub summary: String,
     /// The redacted result once finished (`content` for the model, `data` for operators).
@@ -31,7 +31,7 @@ pub struct TaskView {
 impl From<TaskRow> for TaskView {
     fn from(r: TaskRow) -> Self {
         Self {
-            running: r.status == "running",
+            running: r.status == TaskStatus::Running,
             id: r.id,
             session_id: r.session_id,
             kind: r.kind,

@@ -14,8 +14,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::policy::approval_policy::{
-    apply_override, effective_policy, ApprovalBlock, Metadata, MetadataOverride, Policy, Risk,
-    Source,
+    apply_override, effective_policy, ApprovalBlock, ApprovalPolicy, Metadata, MetadataOverride,
+    Risk, Source,
 };
 use crate::policy::capabilities::CapabilityGrants;
 use crate::policy::json_schema::ArgumentSchema;
@@ -29,7 +29,7 @@ pub struct BuiltinSpec {
     pub input_schema: Value,
     pub risk: Risk,
     pub capability: Option<String>,
-    pub approval_policy: Policy,
+    pub approval_policy: ApprovalPolicy,
     pub display_policy: String,
     pub model_output_policy: String,
 }
@@ -138,7 +138,7 @@ pub struct ResolvedEntry {
     pub risk: Risk,
     pub capability: Option<String>,
     /// Effective approval policy after core metadata and core/global blocks.
-    pub policy: Policy,
+    pub policy: ApprovalPolicy,
     pub model_output_policy: String,
     pub display_policy: String,
     /// Set for authored tools: how the runner calls it.
@@ -435,15 +435,18 @@ mod tests {
         let rf = b.iter().find(|s| s.name == "read_file").unwrap();
         assert_eq!(
             (rf.risk, rf.capability.as_deref(), rf.approval_policy),
-            (Risk::Low, Some("fs.read"), Policy::Auto)
+            (Risk::Low, Some("fs.read"), ApprovalPolicy::Auto)
         );
         let t = b.iter().find(|s| s.name == "terminal").unwrap();
         assert_eq!(
             (t.risk, t.capability.as_deref(), t.approval_policy),
-            (Risk::High, Some("terminal.exec"), Policy::Prompt)
+            (Risk::High, Some("terminal.exec"), ApprovalPolicy::Prompt)
         );
         let w = b.iter().find(|s| s.name == "write_file").unwrap();
-        assert_eq!((w.risk, w.approval_policy), (Risk::Medium, Policy::Prompt));
+        assert_eq!(
+            (w.risk, w.approval_policy),
+            (Risk::Medium, ApprovalPolicy::Prompt)
+        );
     }
 
     #[test]
@@ -472,7 +475,7 @@ mod tests {
         i.overrides.insert(
             "write_file".into(),
             MetadataOverride {
-                approval_policy: Some(Policy::Auto),
+                approval_policy: Some(ApprovalPolicy::Auto),
                 risk: Some(Risk::Low),
                 ..Default::default()
             },
@@ -480,7 +483,7 @@ mod tests {
         i.overrides.insert(
             "read_file".into(),
             MetadataOverride {
-                approval_policy: Some(Policy::Deny),
+                approval_policy: Some(ApprovalPolicy::Deny),
                 ..Default::default()
             },
         );
@@ -495,10 +498,10 @@ mod tests {
         let w = c.resolve("write_file").unwrap();
         assert_eq!(
             (w.policy, w.risk),
-            (Policy::Prompt, Risk::Medium),
+            (ApprovalPolicy::Prompt, Risk::Medium),
             "auto never weakens a registry prompt"
         );
-        assert_eq!(c.resolve("read_file").unwrap().policy, Policy::Deny);
+        assert_eq!(c.resolve("read_file").unwrap().policy, ApprovalPolicy::Deny);
         assert!(c.resolve("todo").is_none());
     }
 
@@ -506,18 +509,21 @@ mod tests {
     fn core_and_global_auto_never_weaken_but_deny_wins() {
         let mut i = input(&["write_file", "read_file"]);
         i.core_approval = Some(ApprovalBlock {
-            default: Some(Policy::Auto),
+            default: Some(ApprovalPolicy::Auto),
             ..Default::default()
         });
         i.global_approval = Some(ApprovalBlock {
-            tools: [("read_file".to_owned(), Policy::Deny)]
+            tools: [("read_file".to_owned(), ApprovalPolicy::Deny)]
                 .into_iter()
                 .collect(),
             ..Default::default()
         });
         let c = ResolvedCatalog::build(&i);
-        assert_eq!(c.resolve("write_file").unwrap().policy, Policy::Prompt);
-        assert_eq!(c.resolve("read_file").unwrap().policy, Policy::Deny);
+        assert_eq!(
+            c.resolve("write_file").unwrap().policy,
+            ApprovalPolicy::Prompt
+        );
+        assert_eq!(c.resolve("read_file").unwrap().policy, ApprovalPolicy::Deny);
     }
 
     #[test]
@@ -582,7 +588,7 @@ mod tests {
         assert_eq!(errors, [r#"arguments.path: value is not of type "string""#]);
     }
 
-    fn authored(name: &str, risk: Risk, policy: Policy) -> AuthoredInput {
+    fn authored(name: &str, risk: Risk, policy: ApprovalPolicy) -> AuthoredInput {
         AuthoredInput {
             name: name.into(),
             description: format!("{name} tool"),
@@ -605,12 +611,12 @@ mod tests {
     #[test]
     fn authored_tools_join_the_catalog_with_their_runner_spec() {
         let mut i = input(&["read_file"]);
-        i.authored = vec![authored("echo", Risk::Low, Policy::Auto)];
+        i.authored = vec![authored("echo", Risk::Low, ApprovalPolicy::Auto)];
         let c = ResolvedCatalog::build(&i);
         let e = c.resolve("echo").unwrap();
         assert_eq!(e.source, Source::Authored);
         assert_eq!(e.provenance, "authored agent/tools/echo");
-        assert_eq!((e.risk, e.policy), (Risk::Low, Policy::Auto));
+        assert_eq!((e.risk, e.policy), (Risk::Low, ApprovalPolicy::Auto));
         assert_eq!(e.capability.as_deref(), Some("tool.call:echo"));
         let spec = e.authored.as_deref().unwrap();
         assert_eq!(
@@ -633,34 +639,34 @@ mod tests {
     fn core_and_global_approval_only_tighten_authored_tools() {
         let mut i = input(&[]);
         i.authored = vec![
-            authored("echo", Risk::Low, Policy::Auto),
-            authored("note", Risk::Low, Policy::Auto),
+            authored("echo", Risk::Low, ApprovalPolicy::Auto),
+            authored("note", Risk::Low, ApprovalPolicy::Auto),
         ];
         i.core_approval = Some(ApprovalBlock {
-            tools: [("echo".to_owned(), Policy::Prompt)].into(),
+            tools: [("echo".to_owned(), ApprovalPolicy::Prompt)].into(),
             ..Default::default()
         });
         i.global_approval = Some(ApprovalBlock {
-            capabilities: [("tool.call:note".to_owned(), Policy::Deny)].into(),
+            capabilities: [("tool.call:note".to_owned(), ApprovalPolicy::Deny)].into(),
             ..Default::default()
         });
         let c = ResolvedCatalog::build(&i);
-        assert_eq!(c.resolve("echo").unwrap().policy, Policy::Prompt);
-        assert_eq!(c.resolve("note").unwrap().policy, Policy::Deny);
+        assert_eq!(c.resolve("echo").unwrap().policy, ApprovalPolicy::Prompt);
+        assert_eq!(c.resolve("note").unwrap().policy, ApprovalPolicy::Deny);
         // Core metadata may change an authored tool's own registry values.
         let mut i = input(&[]);
-        i.authored = vec![authored("echo", Risk::Low, Policy::Auto)];
+        i.authored = vec![authored("echo", Risk::Low, ApprovalPolicy::Auto)];
         i.overrides.insert(
             "echo".into(),
             MetadataOverride {
                 risk: Some(Risk::High),
-                approval_policy: Some(Policy::Prompt),
+                approval_policy: Some(ApprovalPolicy::Prompt),
                 ..Default::default()
             },
         );
         let c = ResolvedCatalog::build(&i);
         let e = c.resolve("echo").unwrap();
-        assert_eq!((e.risk, e.policy), (Risk::High, Policy::Prompt));
+        assert_eq!((e.risk, e.policy), (Risk::High, ApprovalPolicy::Prompt));
         i.overrides.insert(
             "echo".into(),
             MetadataOverride {
@@ -674,15 +680,15 @@ mod tests {
     #[test]
     fn broken_authored_tools_are_listed_unavailable_with_their_error() {
         let mut i = input(&[]);
-        let mut bad_entry = authored("bad_entry", Risk::Low, Policy::Auto);
+        let mut bad_entry = authored("bad_entry", Risk::Low, ApprovalPolicy::Auto);
         bad_entry.entrypoint = "module".into();
-        let mut bad_schema = authored("bad_schema", Risk::Low, Policy::Auto);
+        let mut bad_schema = authored("bad_schema", Risk::Low, ApprovalPolicy::Auto);
         bad_schema.input_schema =
             json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "("}}});
         i.authored = vec![
             bad_entry,
             bad_schema,
-            authored("echo", Risk::Low, Policy::Auto),
+            authored("echo", Risk::Low, ApprovalPolicy::Auto),
         ];
         i.broken_authored = vec![(
             "broken".into(),

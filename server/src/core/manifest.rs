@@ -15,63 +15,11 @@
 //! name collisions, value ranges) live in the loader.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_yaml_ng::{Mapping, Value};
 
-/// Tool risk. Ordered `low < medium < high < critical`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Risk {
-    Low,
-    Medium,
-    High,
-    Critical,
-}
-
-impl Risk {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Risk::Low => "low",
-            Risk::Medium => "medium",
-            Risk::High => "high",
-            Risk::Critical => "critical",
-        }
-    }
-}
-
-impl fmt::Display for Risk {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Approval policy. Ordered by strictness: `auto < prompt < deny`, so the
-/// stricter of two policies is `a.max(b)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ApprovalPolicy {
-    Auto,
-    Prompt,
-    Deny,
-}
-
-impl ApprovalPolicy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalPolicy::Auto => "auto",
-            ApprovalPolicy::Prompt => "prompt",
-            ApprovalPolicy::Deny => "deny",
-        }
-    }
-}
-
-impl fmt::Display for ApprovalPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::wire::{ApprovalPolicy, Risk};
 
 // ---------------------------------------------------------------------------
 // null handling

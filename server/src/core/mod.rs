@@ -41,8 +41,11 @@
 //! Errors are [`CoreError`]s, one line each:
 //! `agent.yaml: tools.toolsets[1]: unknown toolset "codng" (known: coding, demiurge_control, schedule)`.
 
+pub mod edit;
+pub mod git;
 pub mod loader;
 pub mod manifest;
+pub mod path;
 pub mod repository;
 pub mod seed;
 

@@ -1,7 +1,9 @@
 //! Each tenant's agents tree under the home (`tenants/<t>/agents/`), a live
-//! checkout backed by a git repository. Cores are loaded once per revision
-//! (HEAD commit plus the manifest's mtime) and cached; the hot path does at
-//! most two small stats per core per second, never a subprocess.
+//! checkout of its git repository's `refs/demiurge/live`. Cores are loaded
+//! once per revision and cached: every change made through the host
+//! ([`super::edit`]) drops the cached core, and an edit of `agent.yaml` made
+//! outside the host is noticed by its mtime. The hot path does at most one
+//! small stat per core per second, never a subprocess.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -10,9 +12,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::catalog::CatalogInput;
 use crate::ids::{CoreId, TenantId};
-use crate::policy::approval_policy::{ApprovalBlock, MetadataOverride, Policy, Risk};
+use crate::policy::approval_policy::{ApprovalBlock, MetadataOverride};
 use crate::policy::capabilities::CapabilityGrants;
 
+use super::git::GitRunner;
 use super::{load_core, load_global_fallback, ApprovalInfo, LoadedCore, ToolMetadataOverride};
 
 /// How long a loaded core is trusted before its revision is looked at again.
@@ -25,6 +28,8 @@ pub struct CoreView {
     /// The catalog resolved once per core revision; turns share it.
     pub resolved: crate::catalog::ResolvedCatalog,
     pub soul: Option<String>,
+    /// `agent.summary`.
+    pub summary: String,
     pub max_model_steps: u32,
     /// Skills of the core: (id, absolute path of its markdown file).
     pub skills: Vec<(String, std::path::PathBuf)>,
@@ -38,13 +43,15 @@ struct Cached {
 
 #[derive(Clone)]
 pub struct CoreRepository {
-    home: PathBuf,
+    pub(super) home: PathBuf,
     cache: Arc<Mutex<HashMap<(TenantId, CoreId), Cached>>>,
+    /// One writer at a time per tenant tree (edits, rollbacks).
+    pub(super) writers: Arc<Mutex<HashMap<TenantId, Arc<tokio::sync::Mutex<()>>>>>,
     /// Tools this host cannot run (name → reason), for every catalog.
-    host_unavailable: Arc<BTreeMap<String, String>>,
+    pub(super) host_unavailable: Arc<BTreeMap<String, String>>,
     /// The walls `git` runs inside: the agents tree is the tenant's, so the
     /// host's own commands there are confined like the tenant's.
-    walls: Option<Arc<crate::tools::contract::Walls>>,
+    pub(super) walls: Option<Arc<crate::tools::contract::Walls>>,
 }
 
 impl CoreRepository {
@@ -52,6 +59,7 @@ impl CoreRepository {
         Self {
             home: home.to_path_buf(),
             cache: Arc::default(),
+            writers: Arc::default(),
             host_unavailable: Arc::default(),
             walls: None,
         }
@@ -86,8 +94,15 @@ impl CoreRepository {
         }
         crate::bootstrap::private_dir(&agents)?;
         super::seed_assistant(&core).with_context(|| format!("seed {}", core.display()))?;
+        let author = super::git::Author {
+            name: "demiurge".into(),
+            email: "demiurge@localhost".into(),
+        };
         let git = self.git_runner(tenant, &agents);
-        if let Err(e) = git.and_then(|g| git_commit_all(&g, &agents, "seed the assistant core")) {
+        if let Err(e) = git.and_then(|g| {
+            g.commit_live(&agents, "assistant", &author, "seed the assistant core")
+                .map_err(anyhow::Error::from)
+        }) {
             // The core works without history; versioning needs git.
             tracing::warn!(error = %e, "could not commit the seeded core to git");
         }
@@ -115,8 +130,8 @@ impl CoreRepository {
         };
         let agents = self.agents_dir(tenant);
         let core_dir = agents.join(core.as_str());
-        let (a, c) = (agents.clone(), core_dir.clone());
-        let revision = tokio::task::spawn_blocking(move || revision(&a, &c))
+        let c = core_dir.clone();
+        let revision = tokio::task::spawn_blocking(move || revision(&c))
             .await
             .unwrap_or_default();
         if stale_revision.as_deref() == Some(revision.as_str()) {
@@ -157,45 +172,21 @@ impl CoreRepository {
     }
 }
 
-/// HEAD commit of the agents tree plus the manifest's mtime: changes with
-/// every commit, and with an uncommitted edit of `agent.yaml`.
-fn revision(agents: &Path, core_dir: &Path) -> String {
-    let head = git_head(agents).unwrap_or_default();
+/// The manifest's mtime: a cheap stat that notices an edit of `agent.yaml`
+/// made outside the API (API writes invalidate the cache themselves).
+fn revision(core_dir: &Path) -> String {
     let mtime = std::fs::metadata(core_dir.join("agent.yaml"))
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    format!("{head}@{mtime}")
-}
-
-/// Read HEAD without spawning git: `.git/HEAD`, then the ref or packed-refs.
-fn git_head(repo: &Path) -> Option<String> {
-    let git = repo.join(".git");
-    let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
-    let head = head.trim();
-    let Some(r) = head.strip_prefix("ref: ") else {
-        return Some(head.to_owned());
-    };
-    if let Ok(id) = std::fs::read_to_string(git.join(r)) {
-        return Some(id.trim().to_owned());
-    }
-    let packed = std::fs::read_to_string(git.join("packed-refs")).ok()?;
-    packed
-        .lines()
-        .find_map(|l| l.strip_suffix(r).map(|id| id.trim().to_owned()))
-}
-
-/// How `git` is started in one tenant's agents tree: its environment (an
-/// allowlist, never the server's) and its confinement.
-struct GitRunner {
-    env: Vec<(String, String)>,
-    confinement: Option<Arc<crate::exec::sandbox::Confinement>>,
+    mtime.to_string()
 }
 
 impl CoreRepository {
-    fn git_runner(&self, tenant: &TenantId, agents: &Path) -> anyhow::Result<GitRunner> {
+    /// How `git` runs in this tenant's agents tree (confined when the host has walls).
+    pub(super) fn git_runner(&self, tenant: &TenantId, agents: &Path) -> anyhow::Result<GitRunner> {
         let layout = crate::home::HomeLayout::new(&self.home);
         let (home, tmp) = layout.host_tool_dirs(tenant);
         let confinement = match &self.walls {
@@ -224,59 +215,11 @@ impl CoreRepository {
     }
 }
 
-fn git_commit_all(git: &GitRunner, repo: &Path, message: &str) -> anyhow::Result<()> {
-    let run = |args: &[&str]| -> anyhow::Result<()> {
-        let mut command = std::process::Command::new("git");
-        command
-            .env_clear()
-            .envs(git.env.iter().map(|(k, v)| (k, v)))
-            .stdin(std::process::Stdio::null());
-        if let Some(c) = &git.confinement {
-            c.clone().install(&mut command);
-        }
-        let out = command
-            .args([
-                "-c",
-                "user.name=demiurge",
-                "-c",
-                "user.email=demiurge@localhost",
-                "-c",
-                "commit.gpgsign=false",
-            ])
-            .args(args)
-            .current_dir(repo)
-            .output()?;
-        if !out.status.success() {
-            anyhow::bail!(
-                "git {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(())
-    };
-    if !repo.join(".git").exists() {
-        run(&["init", "-q", "-b", "main"])?;
-    }
-    run(&["add", "-A"])?;
-    run(&["commit", "-q", "-m", message])?;
-    Ok(())
-}
-
-/// Convert between the manifest's and the policy's copies of an enum by name.
-fn risk(r: super::Risk) -> Risk {
-    r.as_str().parse().unwrap_or(Risk::Critical)
-}
-
-fn policy(p: super::ApprovalPolicy) -> Policy {
-    p.as_str().parse().unwrap_or(Policy::Deny)
-}
-
 fn metadata_override(o: &ToolMetadataOverride) -> MetadataOverride {
     MetadataOverride {
-        risk: o.risk.map(risk),
+        risk: o.risk,
         capability: o.capability.clone().map(Some),
-        approval_policy: o.approval_policy.map(policy),
+        approval_policy: o.approval_policy,
         model_output_policy: o.model_output_policy.clone(),
         display_policy: o.display_policy.clone(),
         enabled: o.enabled,
@@ -285,22 +228,10 @@ fn metadata_override(o: &ToolMetadataOverride) -> MetadataOverride {
 
 fn approval_block(a: &ApprovalInfo) -> ApprovalBlock {
     ApprovalBlock {
-        default: a.default.map(policy),
-        tools: a
-            .tools
-            .iter()
-            .map(|(k, v)| (k.clone(), policy(*v)))
-            .collect(),
-        capabilities: a
-            .capabilities
-            .iter()
-            .map(|(k, v)| (k.clone(), policy(*v)))
-            .collect(),
-        risks: a
-            .risks
-            .iter()
-            .map(|(k, v)| (risk(*k), policy(*v)))
-            .collect(),
+        default: a.default,
+        tools: a.tools.clone(),
+        capabilities: a.capabilities.clone(),
+        risks: a.risks.clone(),
     }
 }
 
@@ -349,9 +280,9 @@ fn build_view(
                 description: t.manifest.description.clone(),
                 input_schema: t.manifest.input_schema.clone(),
                 metadata: crate::policy::approval_policy::Metadata {
-                    risk: risk(t.manifest.risk),
+                    risk: t.manifest.risk,
                     capability: t.manifest.capability.clone().filter(|c| !c.is_empty()),
-                    approval_policy: policy(t.manifest.approval_policy),
+                    approval_policy: t.manifest.approval_policy,
                     model_output_policy: t.manifest.model_output_policy.clone(),
                     display_policy: t.manifest.display_policy.clone(),
                     enabled: true,
@@ -372,6 +303,7 @@ fn build_view(
         resolved: crate::catalog::ResolvedCatalog::build(&catalog),
         catalog,
         soul: core.soul.clone(),
+        summary: core.manifest.agent.summary.clone(),
         skills: core
             .skills
             .iter()

@@ -26,43 +26,20 @@ use crate::policy::approval_authority::{
 };
 use crate::policy::approval_policy::Risk;
 use crate::store::{ApprovalRow, NewApproval, Store, StoredTenantPolicy};
+use crate::wire::ApprovalState;
 
 /// How long an `allow_session` decision lasts.
 pub const SESSION_ALLOW_TTL: Duration = Duration::from_secs(8 * 3600);
 /// How often a waiter re-reads the record, to see decisions made on another node.
 const POLL_EVERY: Duration = Duration::from_millis(500);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    AllowOnce,
-    AllowSession,
-    Deny,
-}
-
-impl Decision {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "allow_once" => Some(Self::AllowOnce),
-            "allow_session" => Some(Self::AllowSession),
-            "deny" => Some(Self::Deny),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::AllowOnce => "allow_once",
-            Self::AllowSession => "allow_session",
-            Self::Deny => "deny",
-        }
-    }
-}
+pub use crate::wire::Decision;
 
 /// What the dispatcher wants approved.
 #[derive(Debug, Clone)]
 pub struct ApprovalRequest {
     pub tool: String,
-    pub risk: &'static str,
+    pub risk: Risk,
     /// Stable key of what is being approved (tool, capability, action, target,
     /// and for ambiguous shapes an execution fingerprint).
     pub rule: String,
@@ -92,7 +69,7 @@ pub enum Verdict {
     Denied(&'static str),
 }
 
-type Outcome = Option<(String, Option<String>)>; // (state, decision) once settled
+type Outcome = Option<(ApprovalState, Option<Decision>)>; // (state, decision) once settled
 
 #[derive(Default)]
 struct Inner {
@@ -261,10 +238,8 @@ impl Approvals {
         Ok(row)
     }
 
-    /// Who must decide a request of `risk` in this tenant, as of now. An
-    /// unknown risk text is treated as critical.
-    async fn requirement_for(&self, tenant: &TenantId, risk: &str) -> Result<Requirement> {
-        let risk = risk.parse::<Risk>().unwrap_or(Risk::Critical);
+    /// Who must decide a request of `risk` in this tenant, as of now.
+    async fn requirement_for(&self, tenant: &TenantId, risk: Risk) -> Result<Requirement> {
         Ok(requirement(self.tenant_policy(tenant).await?, risk))
     }
 
@@ -294,21 +269,17 @@ impl Approvals {
                 turn_id: a.turn_id.to_owned(),
                 node_id: self.node_id.clone(),
                 tool: req.tool.clone(),
-                risk: req.risk.to_owned(),
+                risk: req.risk,
                 rule: req.rule.clone(),
                 reason: req.reason.clone(),
                 preview,
                 fingerprint: crate::redact::redactor::fingerprint(&req.rule),
                 session_cacheable: req.session_cacheable,
-                requires: requires.as_str().to_owned(),
+                requires,
                 expires_at,
             })
             .await?;
-        let choices: Vec<&str> = if req.session_cacheable {
-            vec!["allow_once", "allow_session", "deny"]
-        } else {
-            vec!["allow_once", "deny"]
-        };
+        let choices = choices(req.session_cacheable);
         self.events
             .append(
                 a.session_id,
@@ -332,16 +303,16 @@ impl Approvals {
     ) -> Result<Verdict> {
         let deadline = tokio::time::Instant::now() + self.timeout;
         loop {
-            if let Some((state, decision)) = rx.borrow().clone() {
-                return Ok(verdict_of(&state, decision.as_deref()));
+            if let Some((state, decision)) = *rx.borrow() {
+                return Ok(verdict_of(state, decision));
             }
             tokio::select! {
                 changed = rx.changed() => {
                     if changed.is_err() {
                         // The owner went away; read the record.
                         if let Some((state, decision)) = self.store.approval_state(id).await? {
-                            if state != "pending" {
-                                return Ok(verdict_of(&state, decision.as_deref()));
+                            if state != ApprovalState::Pending {
+                                return Ok(verdict_of(state, decision));
                             }
                         }
                         return Ok(Verdict::Denied("cancelled"));
@@ -349,9 +320,9 @@ impl Approvals {
                 }
                 _ = tokio::time::sleep(POLL_EVERY) => {
                     if let Some((state, decision)) = self.store.approval_state(id).await? {
-                        if state != "pending" {
-                            self.publish(id, &state, decision.as_deref());
-                            return Ok(verdict_of(&state, decision.as_deref()));
+                        if state != ApprovalState::Pending {
+                            self.publish(id, state, decision);
+                            return Ok(verdict_of(state, decision));
                         }
                     }
                 }
@@ -369,23 +340,23 @@ impl Approvals {
     async fn expire(&self, id: &str, why: &'static str) -> Result<Verdict> {
         if self
             .store
-            .settle_approval(id, "expired", None, None)
+            .settle_approval(id, ApprovalState::Expired, None, None)
             .await?
         {
-            self.publish(id, "expired", None);
+            self.publish(id, ApprovalState::Expired, None);
             self.resolved_event(id, "deny", why, None).await;
             return Ok(Verdict::Denied(why));
         }
         // Someone decided at the same moment; honour what was recorded.
         match self.store.approval_state(id).await? {
-            Some((state, decision)) => Ok(verdict_of(&state, decision.as_deref())),
+            Some((state, decision)) => Ok(verdict_of(state, decision)),
             None => Ok(Verdict::Denied(why)),
         }
     }
 
-    fn publish(&self, id: &str, state: &str, decision: Option<&str>) {
+    fn publish(&self, id: &str, state: ApprovalState, decision: Option<Decision>) {
         if let Some(tx) = self.inner().waiters.get(id) {
-            let _ = tx.send(Some((state.to_owned(), decision.map(str::to_owned))));
+            let _ = tx.send(Some((state, decision)));
         }
     }
 
@@ -422,8 +393,7 @@ impl Approvals {
             .await?
             .ok_or(Error::NotFound)?;
         let own = row.principal_id == scope.principal().as_str();
-        let requires = Requirement::parse_stored(&row.requires);
-        match access(scope.role(), own, requires) {
+        match access(scope.role(), own, row.requires) {
             Access::Decide => {}
             Access::Hidden => return Err(Error::NotFound),
             Access::Forbidden => {
@@ -434,7 +404,7 @@ impl Approvals {
                 )))
             }
         }
-        if row.state != "pending" {
+        if row.state != ApprovalState::Pending {
             return Err(Error::Conflict(format!(
                 "approval is already {}",
                 row.state
@@ -445,20 +415,16 @@ impl Approvals {
                 "this request cannot be allowed for the session; use allow_once".into(),
             ));
         }
-        let state = if decision == Decision::Deny {
-            "denied"
-        } else {
-            "allowed"
-        };
+        let state = decision.state();
         let by = scope.principal().as_str();
         if !self
             .store
-            .settle_approval(id, state, Some(decision.as_str()), Some(by))
+            .settle_approval(id, state, Some(decision), Some(by))
             .await?
         {
             return Err(Error::Conflict("approval was settled meanwhile".into()));
         }
-        self.publish(id, state, Some(decision.as_str()));
+        self.publish(id, state, Some(decision));
         self.resolved_event(id, decision.as_str(), "user", Some(by))
             .await;
         self.store
@@ -492,12 +458,25 @@ impl Approvals {
     }
 }
 
-fn verdict_of(state: &str, decision: Option<&str>) -> Verdict {
-    match (state, decision) {
-        ("allowed", Some("allow_session")) => Verdict::Allowed("allow_session"),
-        ("allowed", _) => Verdict::Allowed("allow_once"),
-        ("denied", _) => Verdict::Denied("user"),
-        _ => Verdict::Denied("expired"),
+/// The verdict of a settled (or, defensively, still pending) record.
+fn verdict_of(state: ApprovalState, decision: Option<Decision>) -> Verdict {
+    match state {
+        ApprovalState::Allowed if decision == Some(Decision::AllowSession) => {
+            Verdict::Allowed("allow_session")
+        }
+        ApprovalState::Allowed => Verdict::Allowed("allow_once"),
+        ApprovalState::Denied => Verdict::Denied("user"),
+        // Never allowed by default: a record read while still pending is no allow.
+        ApprovalState::Expired | ApprovalState::Pending => Verdict::Denied("expired"),
+    }
+}
+
+/// The decisions a request accepts (`allow_session` only when cacheable).
+pub fn choices(session_cacheable: bool) -> Vec<Decision> {
+    if session_cacheable {
+        vec![Decision::AllowOnce, Decision::AllowSession, Decision::Deny]
+    } else {
+        vec![Decision::AllowOnce, Decision::Deny]
     }
 }
 

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::store::{NewClarification, Store};
+use crate::wire::ClarificationState;
 
 const POLL_EVERY: Duration = Duration::from_millis(500);
 
@@ -94,7 +95,7 @@ impl Clarifications {
                     _ = rx.changed() => {}
                     _ = tokio::time::sleep(POLL_EVERY) => {
                         if let Some((state, Some(answer))) = self.store.clarification_state(&id).await? {
-                            if state == "answered" {
+                            if state == ClarificationState::Answered {
                                 return Ok(Answer::Answered(answer));
                             }
                         }
@@ -124,7 +125,7 @@ impl Clarifications {
             .get_clarification(scope.tenant(), scope.principal(), id)
             .await?
             .ok_or(Error::NotFound)?;
-        if row.state != "pending" {
+        if row.state != ClarificationState::Pending {
             return Err(Error::Conflict(format!(
                 "clarification is already {}",
                 row.state

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::auth::PrincipalScope;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
 use crate::events::EventLog;
-use crate::policy::approval_policy::{higher_risk, request_policy, Policy};
+use crate::policy::approval_policy::{higher_risk, request_policy, ApprovalPolicy};
 use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{argument_preview, SecretRedactor, View};
 use crate::tools::clarify as tools_clarify;
@@ -312,10 +312,10 @@ impl Dispatcher {
     async fn pass(&self, env: &ToolEnv<'_>, gate: Gate) -> Option<ToolOutcome> {
         let entry = env.entry;
         match gate {
-            Gate::PerCall if entry.policy == Policy::Auto => None,
+            Gate::PerCall if entry.policy == ApprovalPolicy::Auto => None,
             Gate::PerCall => {
                 let approval = Approval {
-                    baseline: Policy::Auto,
+                    baseline: ApprovalPolicy::Auto,
                     risk: entry.risk,
                     action: "call".into(),
                     target: String::new(),
@@ -325,7 +325,9 @@ impl Dispatcher {
                 };
                 self.ask(env, approval).await
             }
-            Gate::UnlessDenied if entry.policy == Policy::Deny => Some(policy_denies(entry)),
+            Gate::UnlessDenied if entry.policy == ApprovalPolicy::Deny => {
+                Some(policy_denies(entry))
+            }
             Gate::UnlessDenied => None,
             Gate::Ask(approvals) => {
                 for approval in approvals {
@@ -347,14 +349,14 @@ impl Dispatcher {
         let policy = request_policy(approval.baseline, entry.policy);
         let risk = higher_risk(approval.risk, entry.risk);
         match policy {
-            Policy::Auto => return None,
-            Policy::Deny => return Some(policy_denies(entry)),
-            Policy::Prompt => {}
+            ApprovalPolicy::Auto => return None,
+            ApprovalPolicy::Deny => return Some(policy_denies(entry)),
+            ApprovalPolicy::Prompt => {}
         }
         let cap = entry.capability.as_deref().unwrap_or("none");
         let req = ApprovalRequest {
             tool: name.to_owned(),
-            risk: risk.as_str(),
+            risk,
             rule: format!("{name}:{cap}:{}:{}", approval.action, approval.target),
             reason: if approval.reason.is_empty() {
                 format!("{name} {}", approval.action)

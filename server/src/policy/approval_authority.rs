@@ -10,7 +10,8 @@
 //! [`Access`]: decide, forbidden (the caller's own, but above its role) or
 //! hidden (someone else's that the caller may not see: it looks missing).
 //!
-//! No I/O. Unknown stored values fail closed ([`Requirement::parse_stored`]).
+//! No I/O. An unknown stored requirement is an error (the store refuses to
+//! decode the row), never a guess.
 
 use std::fmt;
 
@@ -76,7 +77,8 @@ impl Default for TenantPolicy {
 }
 
 /// Who must decide an approval, recorded when it is created.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Requirement {
     /// The principal whose turn asked (or an operator of the tenant acting on its own).
     Owner,
@@ -91,12 +93,20 @@ impl Requirement {
             Requirement::Operator => "operator",
         }
     }
+}
 
-    /// A value read back from storage; anything unknown needs an operator.
-    pub fn parse_stored(s: &str) -> Self {
+/// Exactly `owner` or `operator`; anything else is an error.
+impl std::str::FromStr for Requirement {
+    type Err = crate::wire::UnknownValue;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
-            "owner" => Requirement::Owner,
-            _ => Requirement::Operator,
+            "owner" => Ok(Requirement::Owner),
+            "operator" => Ok(Requirement::Operator),
+            _ => Err(crate::wire::UnknownValue {
+                kind: "approval requirement",
+                value: s.to_owned(),
+            }),
         }
     }
 }

@@ -194,17 +194,14 @@ fn default_is_high() {
 }
 
 #[test]
-fn stored_requirements_fail_closed() {
-    assert_eq!(Requirement::parse_stored("owner"), Requirement::Owner);
-    assert_eq!(Requirement::parse_stored("operator"), Requirement::Operator);
+fn stored_requirements_are_exact_and_unknown_ones_are_errors() {
+    assert_eq!("owner".parse::<Requirement>(), Ok(Requirement::Owner));
+    assert_eq!("operator".parse::<Requirement>(), Ok(Requirement::Operator));
     for odd in ["", "Owner", "member", "anyone", "owner "] {
-        assert_eq!(
-            Requirement::parse_stored(odd),
-            Requirement::Operator,
-            "{odd:?}"
-        );
+        let e = odd.parse::<Requirement>().unwrap_err();
+        assert_eq!(e.value, odd);
     }
     for r in [Requirement::Owner, Requirement::Operator] {
-        assert_eq!(Requirement::parse_stored(r.as_str()), r);
+        assert_eq!(r.as_str().parse::<Requirement>(), Ok(r));
     }
 }

@@ -3,9 +3,9 @@
 //! blocks into one effective policy per tool.
 //!
 //! This module owns:
-//! * the two orders, [`Policy`] (`auto < prompt < deny`) and [`Risk`]
-//!   (`low < medium < high < critical`), with [`stricter_policy`] and
-//!   [`higher_risk`];
+//! * combining the two orders of [`crate::wire`], [`ApprovalPolicy`]
+//!   (`auto < prompt < deny`) and [`Risk`] (`low < medium < high <
+//!   critical`): [`stricter_policy`] and [`higher_risk`];
 //! * registry metadata ([`Metadata`]) and the core override rule
 //!   ([`apply_override`]): a built-in tool may only be tightened (its risk is
 //!   never lowered, its policy never weakened; a weakening value is ignored),
@@ -24,147 +24,13 @@
 //! than any policy fed into it. It performs no I/O.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-/// How a request is approved. Ordered `Auto < Prompt < Deny`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase", try_from = "String")]
-pub enum Policy {
-    /// Run without asking.
-    Auto,
-    /// Ask the approval provider (or use a cached session allow).
-    Prompt,
-    /// Refuse without asking.
-    Deny,
-}
-
-/// How much damage a tool call could do. Ordered `Low < … < Critical`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase", try_from = "String")]
-pub enum Risk {
-    /// Read-only, in-workspace.
-    Low,
-    /// The authored-tool default.
-    Medium,
-    /// Writes, executes or leaves the workspace.
-    High,
-    /// Destructive or credential-bearing.
-    Critical,
-}
-
-/// An approval policy or risk text that is not one of the known values.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownValue {
-    /// `approval policy` or `tool risk`.
-    pub kind: &'static str,
-    /// The rejected text, verbatim.
-    pub value: String,
-}
-
-impl fmt::Display for UnknownValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid {}: {}", self.kind, self.value)
-    }
-}
-
-impl std::error::Error for UnknownValue {}
-
-impl Policy {
-    /// All values, weakest first.
-    pub const ALL: [Policy; 3] = [Policy::Auto, Policy::Prompt, Policy::Deny];
-
-    /// The lowercase spelling used in YAML, JSON and events.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Policy::Auto => "auto",
-            Policy::Prompt => "prompt",
-            Policy::Deny => "deny",
-        }
-    }
-}
-
-impl Risk {
-    /// All values, lowest first.
-    pub const ALL: [Risk; 4] = [Risk::Low, Risk::Medium, Risk::High, Risk::Critical];
-
-    /// The lowercase spelling used in YAML, JSON and events.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Risk::Low => "low",
-            Risk::Medium => "medium",
-            Risk::High => "high",
-            Risk::Critical => "critical",
-        }
-    }
-}
-
-impl fmt::Display for Policy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl fmt::Display for Risk {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Parses like the Python host: surrounding whitespace is ignored and case
-/// does not matter (`" Prompt "` is `prompt`).
-impl FromStr for Policy {
-    type Err = UnknownValue;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let normalized = s.trim().to_ascii_lowercase();
-        Policy::ALL
-            .into_iter()
-            .find(|p| p.as_str() == normalized)
-            .ok_or_else(|| UnknownValue {
-                kind: "approval policy",
-                value: s.to_owned(),
-            })
-    }
-}
-
-/// Parses like the Python host: surrounding whitespace is ignored and case
-/// does not matter.
-impl FromStr for Risk {
-    type Err = UnknownValue;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let normalized = s.trim().to_ascii_lowercase();
-        Risk::ALL
-            .into_iter()
-            .find(|r| r.as_str() == normalized)
-            .ok_or_else(|| UnknownValue {
-                kind: "tool risk",
-                value: s.to_owned(),
-            })
-    }
-}
-
-impl TryFrom<String> for Policy {
-    type Error = UnknownValue;
-
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        value.parse()
-    }
-}
-
-impl TryFrom<String> for Risk {
-    type Error = UnknownValue;
-
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        value.parse()
-    }
-}
+pub use crate::wire::{ApprovalPolicy, Risk, UnknownValue};
 
 /// The stricter of two policies (`deny` over `prompt` over `auto`).
-pub fn stricter_policy(a: Policy, b: Policy) -> Policy {
+pub fn stricter_policy(a: ApprovalPolicy, b: ApprovalPolicy) -> ApprovalPolicy {
     a.max(b)
 }
 
@@ -181,7 +47,7 @@ pub struct Metadata {
     /// The singular dispatcher capability, if any.
     pub capability: Option<String>,
     /// The registry (entry) approval policy before core/global folding.
-    pub approval_policy: Policy,
+    pub approval_policy: ApprovalPolicy,
     /// Model-output conversion hint (metadata only).
     pub model_output_policy: String,
     /// Operator display hint (metadata only).
@@ -197,7 +63,7 @@ impl Metadata {
         Self {
             risk: Risk::Low,
             capability: None,
-            approval_policy: Policy::Auto,
+            approval_policy: ApprovalPolicy::Auto,
             model_output_policy: "content".to_owned(),
             display_policy: "summary".to_owned(),
             enabled: true,
@@ -209,7 +75,7 @@ impl Metadata {
     pub fn authored_default() -> Self {
         Self {
             risk: Risk::Medium,
-            approval_policy: Policy::Prompt,
+            approval_policy: ApprovalPolicy::Prompt,
             ..Self::builtin_default()
         }
     }
@@ -232,7 +98,7 @@ pub struct MetadataOverride {
     pub capability: Option<Option<String>>,
     /// New policy (ignored for a built-in when weaker than the registry one).
     #[serde(default)]
-    pub approval_policy: Option<Policy>,
+    pub approval_policy: Option<ApprovalPolicy>,
     /// New model-output hint (an empty string is ignored).
     #[serde(default)]
     pub model_output_policy: Option<String>,
@@ -319,16 +185,16 @@ pub fn apply_override(base: &Metadata, o: &MetadataOverride, source: Source) -> 
 pub struct ApprovalBlock {
     /// Used when no tool, capability or risk rule selects a policy.
     #[serde(default)]
-    pub default: Option<Policy>,
+    pub default: Option<ApprovalPolicy>,
     /// Rules by tool name.
     #[serde(default)]
-    pub tools: BTreeMap<String, Policy>,
+    pub tools: BTreeMap<String, ApprovalPolicy>,
     /// Rules by capability key (compared exactly, no wildcards).
     #[serde(default)]
-    pub capabilities: BTreeMap<String, Policy>,
+    pub capabilities: BTreeMap<String, ApprovalPolicy>,
     /// Rules by risk.
     #[serde(default)]
-    pub risks: BTreeMap<Risk, Policy>,
+    pub risks: BTreeMap<Risk, ApprovalPolicy>,
 }
 
 /// Selection inside one block for one capability name: the first present of
@@ -339,7 +205,7 @@ pub fn select_policy(
     tool: &str,
     capability: &str,
     risk: Risk,
-) -> Option<Policy> {
+) -> Option<ApprovalPolicy> {
     block
         .tools
         .get(tool)
@@ -363,7 +229,7 @@ pub fn block_policy(
     tool: &str,
     capability: Option<&str>,
     risk: Risk,
-) -> Option<Policy> {
+) -> Option<ApprovalPolicy> {
     let tool_call = format!("tool.call:{tool}");
     let entry_cap = capability.filter(|c| !c.is_empty() && *c != tool_call);
     let mut selected = select_policy(block, tool, entry_cap.unwrap_or(&tool_call), risk);
@@ -386,7 +252,7 @@ pub fn effective_policy(
     tool: &str,
     core: Option<&ApprovalBlock>,
     global: Option<&ApprovalBlock>,
-) -> Policy {
+) -> ApprovalPolicy {
     [core, global]
         .into_iter()
         .flatten()
@@ -399,7 +265,7 @@ pub fn effective_policy(
 /// writes, or a terminal guard's `prompt`) combined stricter with the
 /// entry's effective policy. A core or global `auto` therefore cannot lower
 /// a handler's `prompt` baseline.
-pub fn request_policy(baseline: Policy, effective: Policy) -> Policy {
+pub fn request_policy(baseline: ApprovalPolicy, effective: ApprovalPolicy) -> ApprovalPolicy {
     stricter_policy(baseline, effective)
 }
 

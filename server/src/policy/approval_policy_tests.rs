@@ -1,8 +1,8 @@
 use super::*;
 
-const A: Policy = Policy::Auto;
-const P: Policy = Policy::Prompt;
-const D: Policy = Policy::Deny;
+const A: ApprovalPolicy = ApprovalPolicy::Auto;
+const P: ApprovalPolicy = ApprovalPolicy::Prompt;
+const D: ApprovalPolicy = ApprovalPolicy::Deny;
 const BI: Source = Source::Builtin;
 const AU: Source = Source::Authored;
 const MC: Source = Source::Mcp;
@@ -17,19 +17,19 @@ enum Blk {
     /// No block at all.
     N,
     /// `tools: {probe: p}`
-    T(Policy),
+    T(ApprovalPolicy),
     /// `capabilities: {probe.effect: p}`
-    C(Policy),
+    C(ApprovalPolicy),
     /// `capabilities: {tool.call:probe: p}`
-    K(Policy),
+    K(ApprovalPolicy),
     /// `risks: {medium: p}`
-    R(Policy),
+    R(ApprovalPolicy),
     /// `default: p`
-    F(Policy),
+    F(ApprovalPolicy),
     /// `tools: {other: p}` (does not apply)
-    X(Policy),
+    X(ApprovalPolicy),
     /// `risks: {low: p}` (does not apply)
-    L(Policy),
+    L(ApprovalPolicy),
 }
 use Blk::*;
 
@@ -60,7 +60,7 @@ fn block(b: Blk) -> Option<ApprovalBlock> {
     Some(out)
 }
 
-fn entry(policy: Policy) -> Metadata {
+fn entry(policy: ApprovalPolicy) -> Metadata {
     Metadata {
         risk: Risk::Medium,
         capability: Some(CAP.to_owned()),
@@ -71,7 +71,7 @@ fn entry(policy: Policy) -> Metadata {
     }
 }
 
-fn policy_override(p: Policy) -> MetadataOverride {
+fn policy_override(p: ApprovalPolicy) -> MetadataOverride {
     MetadataOverride {
         approval_policy: Some(p),
         ..MetadataOverride::default()
@@ -80,7 +80,14 @@ fn policy_override(p: Policy) -> MetadataOverride {
 
 /// (source, registry policy, `tools.metadata` approval_policy, core block,
 /// global block, expected effective policy)
-type Row = (Source, Policy, Option<Policy>, Blk, Blk, Policy);
+type Row = (
+    Source,
+    ApprovalPolicy,
+    Option<ApprovalPolicy>,
+    Blk,
+    Blk,
+    ApprovalPolicy,
+);
 
 #[rustfmt::skip]
 const POLICY_TABLE: &[Row] = &[
@@ -290,7 +297,7 @@ fn fold_is_monotone_exhaustively() {
     let overrides = [None, Some(A), Some(P), Some(D)];
     let mut checked = 0usize;
     for source in [BI, AU, MC] {
-        for registry in Policy::ALL {
+        for registry in ApprovalPolicy::ALL {
             for ovr in overrides {
                 let base = entry(registry);
                 let resolved = match ovr {
@@ -319,7 +326,7 @@ fn fold_is_monotone_exhaustively() {
                             .into_iter()
                             .flatten()
                             .filter_map(|b| block_policy(b, TOOL, Some(CAP), Risk::Medium))
-                            .fold(resolved.approval_policy, Policy::max);
+                            .fold(resolved.approval_policy, ApprovalPolicy::max);
                         assert_eq!(got, want);
                         if matches!(core, T(D) | C(D) | K(D) | R(D) | F(D))
                             || matches!(global, T(D) | C(D) | K(D) | R(D) | F(D))
@@ -342,7 +349,7 @@ fn fold_is_monotone_exhaustively() {
 fn core_deny_beats_global_auto_and_registry_auto() {
     let core = block(T(D));
     let global = block(F(A));
-    for registry in Policy::ALL {
+    for registry in ApprovalPolicy::ALL {
         assert_eq!(
             effective_policy(&entry(registry), TOOL, core.as_ref(), global.as_ref()),
             D
@@ -425,7 +432,7 @@ fn select_is_first_match_not_strictest() {
 #[test]
 fn select_order_table() {
     // (tools, capabilities, risks, default, expected)
-    type Opt = Option<Policy>;
+    type Opt = Option<ApprovalPolicy>;
     let rows: &[(Opt, Opt, Opt, Opt, Opt)] = &[
         (None, None, None, None, None),
         (Some(A), Some(D), Some(D), Some(D), Some(A)),
@@ -585,7 +592,7 @@ fn authored_and_mcp_risk_take_any_value() {
 #[test]
 fn override_policy_table() {
     // (source, registry, override, expected entry policy)
-    let rows: &[(Source, Policy, Policy, Policy)] = &[
+    let rows: &[(Source, ApprovalPolicy, ApprovalPolicy, ApprovalPolicy)] = &[
         (BI, A, A, A),
         (BI, A, P, P),
         (BI, A, D, D),
@@ -748,8 +755,8 @@ fn seed_example_overrides() {
 
 #[test]
 fn request_policy_is_stricter_of_both() {
-    for baseline in Policy::ALL {
-        for effective in Policy::ALL {
+    for baseline in ApprovalPolicy::ALL {
+        for effective in ApprovalPolicy::ALL {
             let got = request_policy(baseline, effective);
             assert_eq!(got, baseline.max(effective));
             assert!(got >= baseline && got >= effective);
@@ -812,8 +819,8 @@ fn request_risk_is_higher_of_both() {
 fn orders() {
     assert!(A < P && P < D);
     assert!(Risk::Low < Risk::Medium && Risk::Medium < Risk::High && Risk::High < Risk::Critical);
-    for a in Policy::ALL {
-        for b in Policy::ALL {
+    for a in ApprovalPolicy::ALL {
+        for b in ApprovalPolicy::ALL {
             assert_eq!(stricter_policy(a, b), stricter_policy(b, a));
             assert!(stricter_policy(a, b) >= a);
         }
@@ -848,20 +855,22 @@ fn defaults_match_registry_resolution() {
 }
 
 #[test]
-fn parsing_is_trimmed_and_case_insensitive() {
-    assert_eq!(" Prompt ".parse::<Policy>(), Ok(P));
-    assert_eq!("DENY".parse::<Policy>(), Ok(D));
-    assert_eq!("auto".parse::<Policy>(), Ok(A));
-    assert_eq!("Critical\n".parse::<Risk>(), Ok(Risk::Critical));
-    let err = "ask".parse::<Policy>().unwrap_err();
-    assert_eq!(err.to_string(), "invalid approval policy: ask");
-    assert!("".parse::<Policy>().is_err());
+fn parsing_is_exact() {
+    // One spelling, as in the manifests: no trimming, no case folding.
+    for odd in [" Prompt ", "DENY", "Auto"] {
+        assert!(odd.parse::<ApprovalPolicy>().is_err(), "{odd:?}");
+    }
+    assert_eq!("auto".parse::<ApprovalPolicy>(), Ok(A));
+    assert!("Critical\n".parse::<Risk>().is_err());
+    let err = "ask".parse::<ApprovalPolicy>().unwrap_err();
+    assert_eq!(err.to_string(), r#"invalid approval policy: "ask""#);
+    assert!("".parse::<ApprovalPolicy>().is_err());
     assert_eq!(
         "severe".parse::<Risk>().unwrap_err().to_string(),
-        "invalid tool risk: severe"
+        r#"invalid tool risk: "severe""#
     );
-    for p in Policy::ALL {
-        assert_eq!(p.to_string().parse::<Policy>(), Ok(p));
+    for p in ApprovalPolicy::ALL {
+        assert_eq!(p.to_string().parse::<ApprovalPolicy>(), Ok(p));
     }
     for r in Risk::ALL {
         assert_eq!(r.as_str().parse::<Risk>(), Ok(r));
@@ -875,8 +884,12 @@ fn serde_round_trip() {
         serde_json::to_string(&Risk::Critical).unwrap(),
         "\"critical\""
     );
-    assert_eq!(serde_json::from_str::<Policy>("\"Deny\"").unwrap(), D);
-    assert!(serde_json::from_str::<Policy>("\"maybe\"").is_err());
+    assert_eq!(
+        serde_json::from_str::<ApprovalPolicy>("\"deny\"").unwrap(),
+        D
+    );
+    assert!(serde_json::from_str::<ApprovalPolicy>("\"Deny\"").is_err());
+    assert!(serde_json::from_str::<ApprovalPolicy>("\"maybe\"").is_err());
     assert_eq!(serde_json::to_string(&Source::Mcp).unwrap(), "\"mcp\"");
 }
 
@@ -900,7 +913,7 @@ fn approval_block_deserializes() {
 
 #[test]
 fn metadata_override_deserializes() {
-    let absent: MetadataOverride = serde_json::from_str(r#"{"risk": "HIGH"}"#).unwrap();
+    let absent: MetadataOverride = serde_json::from_str(r#"{"risk": "high"}"#).unwrap();
     assert_eq!(absent.risk, Some(Risk::High));
     assert_eq!(absent.capability, None);
     let null: MetadataOverride = serde_json::from_str(r#"{"capability": null}"#).unwrap();

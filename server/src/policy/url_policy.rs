@@ -25,6 +25,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use ipnet::IpNet;
 use serde::Serialize;
 use url::{Host, Url};
 
@@ -186,6 +187,18 @@ pub fn parse_target(raw: &str) -> Result<ParsedTarget, UrlVerdict> {
 /// [`classify_ip`]; one bad address among good ones yields `mixed_answer`.
 /// IPv4-mapped answers are reported in their IPv4 form.
 pub fn decide(target: &ParsedTarget, resolved: Result<&[IpAddr], ()>) -> UrlVerdict {
+    decide_with(target, resolved, &[])
+}
+
+/// [`decide`], where addresses inside one of the server operator's `allow`
+/// networks (`--url-allow`) pass although their range is forbidden. Refusals
+/// by name (metadata hostnames, `localhost`) and DNS failures are never
+/// lifted: the allowance is about destinations, and only known ones.
+pub fn decide_with(
+    target: &ParsedTarget,
+    resolved: Result<&[IpAddr], ()>,
+    allow: &[IpNet],
+) -> UrlVerdict {
     let origin = target.origin.clone();
     let answers: Vec<IpAddr> = match (target.literal_ip, resolved) {
         (Some(ip), _) => vec![ip],
@@ -205,6 +218,7 @@ pub fn decide(target: &ParsedTarget, resolved: Result<&[IpAddr], ()>) -> UrlVerd
     }
     let failures: Vec<&'static str> = canonical
         .iter()
+        .filter(|ip| !allow.iter().any(|net| net.contains(*ip)))
         .filter_map(|ip| classify_ip(*ip).err())
         .collect();
     match failures.first() {
@@ -517,6 +531,10 @@ fn blocked_hostname(host: &str) -> Option<&'static str> {
         "instance-data",
         "instance-data.ec2.internal",
         "metadata.tencentyun.com",
+        "metadata.azure.com",
+        "metadata.azure.internal",
+        "metadata.packet.net",
+        "metadata.platformequinix.com",
     ];
     if LOCALHOST.contains(&host) || host.ends_with(".localhost") {
         return Some(reason::LOCALHOST_HOSTNAME);

@@ -809,3 +809,66 @@ fn legacy_ipv4_parser_table() {
         assert_eq!(parse_legacy_ipv4(raw), *want, "parse_legacy_ipv4({raw:?})");
     }
 }
+
+#[test]
+fn operator_allowance_lifts_only_address_refusals() {
+    let allow: Vec<IpNet> = vec![
+        "127.0.0.1/32".parse().unwrap(),
+        "10.1.0.0/16".parse().unwrap(),
+        "fd00:1::/32".parse().unwrap(),
+    ];
+    let judge = |raw: &str, answer: &[&str]| -> UrlVerdict {
+        let answer: Vec<IpAddr> = answer.iter().map(|s| ip(s)).collect();
+        match parse_target(raw) {
+            Err(v) => v,
+            Ok(t) => decide_with(&t, Ok(&answer), &allow),
+        }
+    };
+    let cases: &[(&str, &[&str], bool, &str)] = &[
+        ("http://127.0.0.1:8080/", &[], true, "ok"),
+        ("http://127.0.0.2/", &[], false, "loopback"),
+        ("http://2130706433/", &[], true, "ok"),
+        ("http://[::ffff:127.0.0.1]/", &[], true, "ok"),
+        ("http://svc.internal/", &["10.1.2.3"], true, "ok"),
+        (
+            "http://svc.internal/",
+            &["10.1.2.3", "10.2.0.1"],
+            false,
+            "mixed_answer",
+        ),
+        ("http://svc.internal/", &["10.2.0.1"], false, "private"),
+        (
+            "http://svc.internal/",
+            &["10.1.2.3", "93.184.216.34"],
+            true,
+            "ok",
+        ),
+        ("http://svc.internal/", &["fd00:1::5"], true, "ok"),
+        ("http://svc.internal/", &["fd00:2::5"], false, "private"),
+        // refused by name before DNS, whatever the allowance
+        (
+            "http://localhost:8080/",
+            &["127.0.0.1"],
+            false,
+            "localhost_hostname",
+        ),
+        (
+            "http://metadata.google.internal/",
+            &["10.1.0.1"],
+            false,
+            "metadata_hostname",
+        ),
+        ("file:///etc/passwd", &[], false, "scheme_not_allowed"),
+    ];
+    for (raw, answer, allowed, reason) in cases {
+        let v = judge(raw, answer);
+        assert_eq!(
+            (v.allowed, v.reason.as_str()),
+            (*allowed, *reason),
+            "{raw} {answer:?}"
+        );
+    }
+    let target = parse_target("http://svc.internal/").unwrap();
+    let failed = decide_with(&target, Err(()), &allow);
+    assert_eq!(failed.reason, "dns_failure");
+}

@@ -5,9 +5,11 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::Store;
+use super::{vocab, vocab_opt, Store};
 use crate::ids::{PrincipalId, TenantId};
+use crate::policy::approval_authority::Requirement;
 use crate::time::now_ms;
+use crate::wire::{ApprovalState, ClarificationState, Decision, Risk};
 
 #[derive(Debug, Clone)]
 pub struct NewApproval {
@@ -18,14 +20,14 @@ pub struct NewApproval {
     pub turn_id: String,
     pub node_id: String,
     pub tool: String,
-    pub risk: String,
+    pub risk: Risk,
     pub rule: String,
     pub reason: String,
     pub preview: String,
     pub fingerprint: String,
     pub session_cacheable: bool,
-    /// `owner` or `operator`: who must decide, from the tenant policy.
-    pub requires: String,
+    /// Who must decide, from the tenant policy.
+    pub requires: Requirement,
     pub expires_at: i64,
 }
 
@@ -37,15 +39,15 @@ pub struct ApprovalRow {
     pub session_id: String,
     pub turn_id: String,
     pub tool: String,
-    pub risk: String,
+    pub risk: Risk,
     pub rule: String,
     pub reason: String,
     pub preview: String,
-    pub state: String,
-    pub decision: Option<String>,
+    pub state: ApprovalState,
+    pub decision: Option<Decision>,
     pub session_cacheable: bool,
-    /// `owner` or `operator` (see [`crate::policy::approval_authority`]).
-    pub requires: String,
+    /// Who must decide (see [`crate::policy::approval_authority`]).
+    pub requires: Requirement,
     pub created_at: i64,
     pub expires_at: i64,
     pub decided_at: Option<i64>,
@@ -64,14 +66,14 @@ fn decode_approval(r: &AnyRow) -> Result<ApprovalRow, sqlx::Error> {
         session_id: r.try_get("session_id")?,
         turn_id: r.try_get("turn_id")?,
         tool: r.try_get("tool")?,
-        risk: r.try_get("risk")?,
+        risk: vocab(r, "risk")?,
         rule: r.try_get("rule")?,
         reason: r.try_get("reason")?,
         preview: r.try_get("preview")?,
-        state: r.try_get("state")?,
-        decision: r.try_get("decision")?,
+        state: vocab(r, "state")?,
+        decision: vocab_opt(r, "decision")?,
         session_cacheable: r.try_get::<i64, _>("session_cacheable")? != 0,
-        requires: r.try_get("requires")?,
+        requires: vocab(r, "requires")?,
         created_at: r.try_get("created_at")?,
         expires_at: r.try_get("expires_at")?,
         decided_at: r.try_get("decided_at")?,
@@ -97,7 +99,7 @@ pub struct ClarificationRow {
     pub id: String,
     pub session_id: String,
     pub turn_id: String,
-    pub state: String,
+    pub state: ClarificationState,
     pub answer: Option<String>,
 }
 
@@ -116,13 +118,13 @@ impl Store {
         .bind(&a.turn_id)
         .bind(&a.node_id)
         .bind(&a.tool)
-        .bind(&a.risk)
+        .bind(a.risk.as_str())
         .bind(&a.rule)
         .bind(&a.reason)
         .bind(&a.preview)
         .bind(&a.fingerprint)
         .bind(i64::from(a.session_cacheable))
-        .bind(&a.requires)
+        .bind(a.requires.as_str())
         .bind(now_ms())
         .bind(a.expires_at)
         .execute(self.pool())
@@ -135,8 +137,8 @@ impl Store {
     pub async fn settle_approval(
         &self,
         id: &str,
-        state: &str,
-        decision: Option<&str>,
+        state: ApprovalState,
+        decision: Option<Decision>,
         decided_by: Option<&str>,
     ) -> Result<bool, sqlx::Error> {
         let _gate = self.write_gate().await;
@@ -144,8 +146,8 @@ impl Store {
             "UPDATE approvals SET state = $1, decision = $2, decided_at = $3, decided_by = $4 \
              WHERE id = $5 AND state = 'pending'",
         )
-        .bind(state)
-        .bind(decision)
+        .bind(state.as_str())
+        .bind(decision.map(Decision::as_str))
         .bind(now_ms())
         .bind(decided_by)
         .bind(id)
@@ -176,12 +178,12 @@ impl Store {
     pub async fn approval_state(
         &self,
         id: &str,
-    ) -> Result<Option<(String, Option<String>)>, sqlx::Error> {
+    ) -> Result<Option<(ApprovalState, Option<Decision>)>, sqlx::Error> {
         let row = sqlx::query("SELECT state, decision FROM approvals WHERE id = $1")
             .bind(id)
             .fetch_optional(self.pool())
             .await?;
-        row.map(|r| Ok((r.try_get("state")?, r.try_get("decision")?)))
+        row.map(|r| Ok((vocab(&r, "state")?, vocab_opt(&r, "decision")?)))
             .transpose()
     }
 
@@ -205,7 +207,7 @@ impl Store {
         tenant: &TenantId,
         principal: &PrincipalId,
         with_operator_queue: bool,
-        state: Option<&str>,
+        state: Option<ApprovalState>,
         limit: u32,
     ) -> Result<Vec<ApprovalRow>, sqlx::Error> {
         // An absent filter is a NULL parameter: one statement serves both cases.
@@ -218,7 +220,7 @@ impl Store {
             .bind(tenant.as_str())
             .bind(principal.as_str())
             .bind(i64::from(with_operator_queue))
-            .bind(state)
+            .bind(state.map(ApprovalState::as_str))
             .bind(i64::from(limit))
             .fetch_all(self.pool())
             .await?;
@@ -284,14 +286,14 @@ impl Store {
     ) -> Result<bool, sqlx::Error> {
         let _gate = self.write_gate().await;
         let state = if answer.is_some() {
-            "answered"
+            ClarificationState::Answered
         } else {
-            "expired"
+            ClarificationState::Expired
         };
         let res = sqlx::query(
             "UPDATE clarifications SET state = $1, answer = $2, answered_at = $3 WHERE id = $4 AND state = 'pending'",
         )
-        .bind(state)
+        .bind(state.as_str())
         .bind(answer)
         .bind(now_ms())
         .bind(id)
@@ -320,7 +322,7 @@ impl Store {
                 id: r.try_get("id")?,
                 session_id: r.try_get("session_id")?,
                 turn_id: r.try_get("turn_id")?,
-                state: r.try_get("state")?,
+                state: vocab(&r, "state")?,
                 answer: r.try_get("answer")?,
             })
         })
@@ -330,12 +332,12 @@ impl Store {
     pub async fn clarification_state(
         &self,
         id: &str,
-    ) -> Result<Option<(String, Option<String>)>, sqlx::Error> {
+    ) -> Result<Option<(ClarificationState, Option<String>)>, sqlx::Error> {
         let row = sqlx::query("SELECT state, answer FROM clarifications WHERE id = $1")
             .bind(id)
             .fetch_optional(self.pool())
             .await?;
-        row.map(|r| Ok((r.try_get("state")?, r.try_get("answer")?)))
+        row.map(|r| Ok((vocab(&r, "state")?, r.try_get("answer")?)))
             .transpose()
     }
 }

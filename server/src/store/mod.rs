@@ -21,6 +21,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, ConnectOptions, Executor};
 use tokio::sync::{Mutex, MutexGuard};
 
+pub use crate::wire::TurnStatus;
 pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification};
 pub use events::{EventRow, NewEvent, TurnFinish};
 pub use history::AuditRow;
@@ -28,7 +29,7 @@ pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
 pub use sessions::{NewSession, SessionRow};
 pub use tasks::{NewTask, TaskRow};
 pub use tenants::StoredTenantPolicy;
-pub use turns::{LostTurn, StartTurn, TurnRow, TurnStatus};
+pub use turns::{LostTurn, StartTurn, TurnRow};
 
 use crate::config::{Backend, DatabaseConfig};
 
@@ -115,6 +116,38 @@ impl Store {
 }
 
 /// True when a database error is a unique-constraint violation.
+/// A vocabulary column (state, decision, risk, …): text that is not a known
+/// value is a decode error naming the column, never a default.
+pub(crate) fn vocab<T>(r: &sqlx::any::AnyRow, column: &str) -> Result<T, sqlx::Error>
+where
+    T: FromStr<Err = crate::wire::UnknownValue>,
+{
+    use sqlx::Row;
+    let text: String = r.try_get(column)?;
+    text.parse()
+        .map_err(|e: crate::wire::UnknownValue| sqlx::Error::ColumnDecode {
+            index: column.to_owned(),
+            source: Box::new(e),
+        })
+}
+
+/// A nullable vocabulary column.
+pub(crate) fn vocab_opt<T>(r: &sqlx::any::AnyRow, column: &str) -> Result<Option<T>, sqlx::Error>
+where
+    T: FromStr<Err = crate::wire::UnknownValue>,
+{
+    use sqlx::Row;
+    let text: Option<String> = r.try_get(column)?;
+    text.map(|t| {
+        t.parse()
+            .map_err(|e: crate::wire::UnknownValue| sqlx::Error::ColumnDecode {
+                index: column.to_owned(),
+                source: Box::new(e),
+            })
+    })
+    .transpose()
+}
+
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Database(d) => {

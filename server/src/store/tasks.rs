@@ -4,9 +4,10 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::Store;
+use super::{vocab, Store};
 use crate::ids::{PrincipalId, TenantId};
 use crate::time::now_ms;
+use crate::wire::TaskStatus;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TaskRow {
@@ -14,7 +15,7 @@ pub struct TaskRow {
     pub session_id: String,
     pub principal_id: String,
     pub kind: String,
-    pub status: String,
+    pub status: TaskStatus,
     pub summary: String,
     pub result: Option<String>,
     pub created_at: i64,
@@ -30,7 +31,7 @@ fn decode(r: &AnyRow) -> Result<TaskRow, sqlx::Error> {
         session_id: r.try_get("session_id")?,
         principal_id: r.try_get("principal_id")?,
         kind: r.try_get("kind")?,
-        status: r.try_get("status")?,
+        status: vocab(r, "status")?,
         summary: r.try_get("summary")?,
         result: r.try_get("result")?,
         created_at: r.try_get("created_at")?,
@@ -73,14 +74,14 @@ impl Store {
     pub async fn finish_task(
         &self,
         id: &str,
-        status: &str,
+        status: TaskStatus,
         result: &str,
     ) -> Result<bool, sqlx::Error> {
         let _gate = self.write_gate().await;
         let res = sqlx::query(
             "UPDATE tasks SET status = $1, result = $2, completed_at = $3 WHERE id = $4 AND status = 'running'",
         )
-        .bind(status)
+        .bind(status.as_str())
         .bind(result)
         .bind(now_ms())
         .bind(id)

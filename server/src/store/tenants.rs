@@ -38,6 +38,29 @@ impl Store {
         Ok(())
     }
 
+    /// The principals of one tenant, in id order (for its admins).
+    pub async fn list_principals(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Vec<PrincipalRow>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT id, role, created_at, disabled_at FROM principals WHERE tenant_id = $1 ORDER BY id",
+        )
+        .bind(tenant.as_str())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(PrincipalRow {
+                    id: r.try_get(0)?,
+                    role: r.try_get(1)?,
+                    created_at: r.try_get(2)?,
+                    disabled_at: r.try_get(3)?,
+                })
+            })
+            .collect()
+    }
+
     pub async fn tenant_exists(&self, tenant: &TenantId) -> Result<bool, sqlx::Error> {
         let row = sqlx::query("SELECT 1 FROM tenants WHERE id = $1")
             .bind(tenant.as_str())
@@ -103,4 +126,14 @@ pub struct StoredTenantPolicy {
     pub member_max_risk: String,
     pub updated_at: i64,
     pub updated_by: String,
+}
+
+/// A principal as stored: its recorded role (tokens carry their own) and
+/// whether it is disabled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrincipalRow {
+    pub id: String,
+    pub role: String,
+    pub created_at: i64,
+    pub disabled_at: Option<i64>,
 }

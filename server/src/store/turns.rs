@@ -4,40 +4,10 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{is_unique_violation, Store};
+use super::{is_unique_violation, vocab, Store};
 use crate::ids::{PrincipalId, SessionId, TenantId, TurnId};
 use crate::time::now_ms;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TurnStatus {
-    Running,
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl TurnStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TurnStatus::Running => "running",
-            TurnStatus::Completed => "completed",
-            TurnStatus::Failed => "failed",
-            TurnStatus::Cancelled => "cancelled",
-        }
-    }
-
-    /// A stored status; anything else is an error, never a guess.
-    fn parse(s: &str) -> Option<Self> {
-        match s {
-            "running" => Some(TurnStatus::Running),
-            "completed" => Some(TurnStatus::Completed),
-            "failed" => Some(TurnStatus::Failed),
-            "cancelled" => Some(TurnStatus::Cancelled),
-            _ => None,
-        }
-    }
-}
+use crate::wire::TurnStatus;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TurnRow {
@@ -60,14 +30,10 @@ pub struct LostTurn {
 }
 
 fn decode(r: &AnyRow) -> Result<TurnRow, sqlx::Error> {
-    let status: String = r.try_get("status")?;
     Ok(TurnRow {
         id: r.try_get("id")?,
         session_id: r.try_get("session_id")?,
-        status: TurnStatus::parse(&status).ok_or_else(|| sqlx::Error::ColumnDecode {
-            index: "status".into(),
-            source: format!("unknown turn status {status:?}").into(),
-        })?,
+        status: vocab(r, "status")?,
         input: r.try_get("input")?,
         output: r.try_get("output")?,
         reason: r.try_get("reason")?,
@@ -189,25 +155,5 @@ impl Store {
                 })
             })
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod status_tests {
-    use super::TurnStatus;
-
-    #[test]
-    fn stored_statuses_round_trip_and_unknown_ones_are_errors() {
-        for status in [
-            TurnStatus::Running,
-            TurnStatus::Completed,
-            TurnStatus::Failed,
-            TurnStatus::Cancelled,
-        ] {
-            assert_eq!(TurnStatus::parse(status.as_str()), Some(status));
-        }
-        for unknown in ["", "RUNNING", "done", "lost", "failed "] {
-            assert_eq!(TurnStatus::parse(unknown), None, "{unknown:?}");
-        }
     }
 }

@@ -29,6 +29,7 @@ use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{SecretRedactor, View, Views};
 use crate::running::RunningWork;
 use crate::store::{NewTask, Store, TaskRow};
+use crate::wire::TaskStatus;
 
 /// Characters of a task's logs kept in the database; the artifact has the rest.
 pub const LOG_CAP_CHARS: usize = 1024 * 1024;
@@ -38,7 +39,7 @@ pub const LOG_CHUNK_CHARS: usize = 4096;
 /// How a task ended.
 pub struct TaskOutcome {
     /// `succeeded`, `failed` or `cancelled`.
-    pub status: &'static str,
+    pub status: TaskStatus,
     pub result: Value,
 }
 
@@ -222,13 +223,13 @@ impl LogWriter<'_> {
 /// The stored form of a job's outcome: the durable view of its result, with
 /// every secret known for the task. A redaction failure replaces the result
 /// and fails the task.
-fn redacted_outcome(known: &SecretRedactor, outcome: TaskOutcome) -> (&'static str, Value) {
+fn redacted_outcome(known: &SecretRedactor, outcome: TaskOutcome) -> (TaskStatus, Value) {
     match known.try_views(&outcome.result) {
         Ok(views) => (outcome.status, views.get(View::Durable).clone()),
         Err(e) => {
             tracing::error!(error = %e, "task result redaction failed; result replaced");
             (
-                "failed",
+                TaskStatus::Failed,
                 Views::redaction_failed().get(View::Durable).clone(),
             )
         }
@@ -265,7 +266,14 @@ impl Tasks {
         })
     }
 
-    async fn updated(&self, session_id: &str, id: &str, kind: &str, status: &str, summary: &str) {
+    async fn updated(
+        &self,
+        session_id: &str,
+        id: &str,
+        kind: &str,
+        status: TaskStatus,
+        summary: &str,
+    ) {
         let data = json!({"task_id": id, "kind": kind, "status": status, "summary": summary});
         if let Err(e) = self
             .events
@@ -324,7 +332,7 @@ impl Tasks {
             self.running.forget(&id);
             return Err(Error::from(e).into());
         }
-        self.updated(session_id, &id, kind, "running", &summary)
+        self.updated(session_id, &id, kind, TaskStatus::Running, &summary)
             .await;
         let known = Arc::new(Mutex::new(known));
         let handle = TaskHandle {
@@ -380,7 +388,7 @@ impl Tasks {
     /// Cancel (single-flight, idempotent); returns the task afterwards.
     pub async fn cancel(&self, scope: &PrincipalScope, id: &str) -> Result<TaskRow> {
         let row = self.get(scope, id).await?;
-        if row.status != "running" {
+        if row.status != TaskStatus::Running {
             return Ok(row);
         }
         let here = self
@@ -390,11 +398,17 @@ impl Tasks {
         if !here
             && self
                 .store
-                .finish_task(id, "cancelled", "{\"reason\":\"cancelled\"}")
+                .finish_task(id, TaskStatus::Cancelled, "{\"reason\":\"cancelled\"}")
                 .await?
         {
-            self.updated(&row.session_id, id, &row.kind, "cancelled", &row.summary)
-                .await;
+            self.updated(
+                &row.session_id,
+                id,
+                &row.kind,
+                TaskStatus::Cancelled,
+                &row.summary,
+            )
+            .await;
         }
         self.get(scope, id).await
     }

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
-use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 
 /// The typed outcome of a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -99,7 +99,7 @@ impl ToolOutcome {
 pub struct Approval {
     /// The tool's own policy for this target (e.g. `auto` for an ordinary
     /// read inside the workspace, `prompt` for any write).
-    pub baseline: Policy,
+    pub baseline: ApprovalPolicy,
     pub risk: Risk,
     pub action: String,
     pub target: String,
@@ -240,6 +240,8 @@ pub struct Walls {
     /// Warm authored-tool runners, and how long one call may take.
     pub authored: Arc<crate::authored::Runners>,
     pub authored_timeout: std::time::Duration,
+    /// The one outbound HTTP client (URL policy, `--url-allow`, pinning).
+    pub outbound: crate::net::Outbound,
 }
 
 /// A user's answer to a clarifying question.
@@ -447,6 +449,13 @@ pub(crate) mod testing {
             quota: crate::exec::StorageQuota::new(1 << 20, 1 << 30),
             authored: std::sync::Arc::new(crate::authored::Runners::new()),
             authored_timeout: std::time::Duration::from_secs(5),
+            outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
+                dns: crate::net::DnsSettings::Servers(vec![std::net::SocketAddr::from((
+                    [127, 0, 0, 1],
+                    9,
+                ))]),
+                ..Default::default()
+            }),
         };
         Fixture {
             dir,

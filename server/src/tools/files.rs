@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::beneath;
 use super::contract::{lenient_int, Approval, Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
-use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 use crate::policy::file_walls::{FileWalls, ReadVerdict};
 use crate::policy::workspace::{Access, PathError, Resolved, Sensitivity};
 
@@ -49,13 +49,16 @@ pub(crate) fn read_approval(walls: &FileWalls, r: &Resolved) -> Result<Approval,
     let sensitive = !matches!(r.sensitivity, Sensitivity::None);
     let (baseline, why) = if !r.inside {
         (
-            Policy::Prompt,
+            ApprovalPolicy::Prompt,
             "read under an operator read root".to_owned(),
         )
     } else if let Sensitivity::Sensitive(kind) = r.sensitivity {
-        (Policy::Prompt, format!("read of a sensitive path ({kind})"))
+        (
+            ApprovalPolicy::Prompt,
+            format!("read of a sensitive path ({kind})"),
+        )
     } else {
-        (Policy::Auto, String::new())
+        (ApprovalPolicy::Auto, String::new())
     };
     let risk = if sensitive || !r.inside {
         Risk::High
@@ -184,7 +187,7 @@ fn write_approval(action: &str, r: &Resolved, preview: Value) -> Approval {
         }
     };
     Approval {
-        baseline: Policy::Prompt,
+        baseline: ApprovalPolicy::Prompt,
         risk,
         action: action.to_owned(),
         target: shown(r),

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::{Patch, ReadFile, WriteFile};
-use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 use crate::tools::contract::testing::{fixture, plan};
 use crate::tools::contract::{Approval, Gate, ToolStatus};
 
@@ -23,7 +23,7 @@ fn ordinary_read_inside_is_automatic_and_low() {
     assert_eq!(
         a,
         Approval {
-            baseline: Policy::Auto,
+            baseline: ApprovalPolicy::Auto,
             risk: Risk::Low,
             action: "read".into(),
             target: "a.txt".into(),
@@ -59,7 +59,7 @@ fn sensitive_read_prompts_high() {
             .unwrap()
             .0,
     );
-    assert_eq!((a.baseline, a.risk), (Policy::Prompt, Risk::High));
+    assert_eq!((a.baseline, a.risk), (ApprovalPolicy::Prompt, Risk::High));
     assert!(a.reason.contains("sensitive"), "{}", a.reason);
     assert_eq!(a.target, ".env");
 }
@@ -75,7 +75,7 @@ fn read_under_a_read_root_prompts_with_the_absolute_path() {
             .unwrap()
             .0,
     );
-    assert_eq!((a.baseline, a.risk), (Policy::Prompt, Risk::High));
+    assert_eq!((a.baseline, a.risk), (ApprovalPolicy::Prompt, Risk::High));
     assert_eq!(a.target, raw);
     assert_eq!(a.reason, "read under an operator read root");
 }
@@ -124,7 +124,7 @@ fn writes_always_prompt_high_per_exact_path() {
     assert_eq!(
         only(gate),
         Approval {
-            baseline: Policy::Prompt,
+            baseline: ApprovalPolicy::Prompt,
             risk: Risk::High,
             action: "write".into(),
             target: "dir/new.txt".into(),
@@ -152,7 +152,10 @@ fn writes_of_sensitive_paths_are_critical() {
             .unwrap()
             .0,
     );
-    assert_eq!((a.baseline, a.risk), (Policy::Prompt, Risk::Critical));
+    assert_eq!(
+        (a.baseline, a.risk),
+        (ApprovalPolicy::Prompt, Risk::Critical)
+    );
     assert!(
         a.reason.starts_with("write of a sensitive path"),
         "{}",

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::contract::{lenient_int, Approval, Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
 use crate::history::{Page, Reach, Request, SearchError};
-use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 
 const DEFAULT_LIMIT: i64 = 10;
 const MAX_LIMIT: i64 = 50;
@@ -80,7 +80,7 @@ impl Tool for SessionSearch {
         let preview =
             json!({"target": target, "query_chars": query_chars, "limit": limit, "offset": offset});
         let approval = Approval {
-            baseline: Policy::Prompt,
+            baseline: ApprovalPolicy::Prompt,
             risk: Risk::Medium,
             action: "session.search".into(),
             target,
@@ -151,7 +151,7 @@ mod tests {
 
     use super::SessionSearch;
     use crate::history::{Mode, Reach};
-    use crate::policy::approval_policy::{Policy, Risk};
+    use crate::policy::approval_policy::{ApprovalPolicy, Risk};
     use crate::tools::contract::testing::{fixture, plan};
     use crate::tools::contract::{Approval, Gate, ToolStatus};
 
@@ -182,7 +182,7 @@ mod tests {
         assert_eq!(
             gate,
             Gate::one(Approval {
-                baseline: Policy::Prompt,
+                baseline: ApprovalPolicy::Prompt,
                 risk: Risk::Medium,
                 action: "session.search".into(),
                 target: "s1".into(),

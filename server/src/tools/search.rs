@@ -10,7 +10,7 @@ use serde_json::json;
 use super::beneath;
 use super::contract::{lenient_int, Approval, Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
 use super::files::{path_error, read_approval, shown};
-use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 use crate::policy::file_walls::FileWalls;
 use crate::policy::workspace::{self, Access, Resolved, Sensitivity};
 
@@ -402,7 +402,7 @@ impl Tool for SearchFiles {
 /// The second approval of a search that meets sensitive files.
 fn sensitive_approval(r: &Resolved) -> Approval {
     Approval {
-        baseline: Policy::Prompt,
+        baseline: ApprovalPolicy::Prompt,
         risk: Risk::High,
         action: "search_sensitive".into(),
         target: shown(r),

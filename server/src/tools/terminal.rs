@@ -17,9 +17,10 @@ use super::contract::{
 use super::files::{path_error, shown};
 use crate::exec::{self, sandbox, ExecSpec, ExitReason, StreamKind};
 use crate::home::HomeLayout;
-use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 use crate::policy::command_guard::{self, Decision};
 use crate::policy::workspace::{self, Access, Resolved};
+use crate::wire::TaskStatus;
 
 const DEFAULT_TIMEOUT: i64 = 30;
 const MAX_TIMEOUT: i64 = 120;
@@ -258,15 +259,12 @@ fn plan_command(
         // A literal read-only command runs without asking, unless policy denies terminal outright.
         Gate::UnlessDenied
     } else {
-        let risk = match (
-            verdict.risk,
-            overlay.is_empty() && bindings.is_empty() && !escapes,
-        ) {
-            (command_guard::Risk::Critical, _) => Risk::Critical,
-            (_, false) => Risk::High,
-            (command_guard::Risk::High, _) => Risk::High,
-            (command_guard::Risk::Medium, _) => Risk::Medium,
-            (command_guard::Risk::Low, _) => Risk::Low,
+        // An environment overlay, secret bindings or a path escape make any
+        // command at least high risk.
+        let risk = if overlay.is_empty() && bindings.is_empty() && !escapes {
+            verdict.risk
+        } else {
+            verdict.risk.max(Risk::High)
         };
         let executable = command
             .split_whitespace()
@@ -288,7 +286,7 @@ fn plan_command(
             .clone()
             .unwrap_or_else(|| format!("run {executable}"));
         Gate::one(Approval {
-            baseline: Policy::Prompt,
+            baseline: ApprovalPolicy::Prompt,
             risk,
             action: "exec".into(),
             target: format!("{}:{fingerprint}", verdict.rule),
@@ -462,9 +460,14 @@ async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
                     ),
                 };
                 let status = match status {
-                    ToolStatus::Succeeded => "succeeded",
-                    ToolStatus::Cancelled => "cancelled",
-                    _ => "failed",
+                    ToolStatus::Succeeded => TaskStatus::Succeeded,
+                    ToolStatus::Cancelled => TaskStatus::Cancelled,
+                    ToolStatus::Failed
+                    | ToolStatus::TimedOut
+                    | ToolStatus::Denied
+                    | ToolStatus::Invalid
+                    | ToolStatus::NotFound
+                    | ToolStatus::Indeterminate => TaskStatus::Failed,
                 };
                 crate::tasks::TaskOutcome {
                     status,

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::{PlannedCommand, Terminal};
-use crate::policy::approval_policy::{Policy, Risk};
+use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 use crate::tools::contract::testing::{fixture, plan, Fixture};
 use crate::tools::contract::{Approval, Gate, ToolOutcome, ToolStatus};
 
@@ -44,7 +44,7 @@ fn other_commands_ask_once_for_their_execution_shape() {
         &f,
         json!({"command": "touch new.txt", "timeout_seconds": 500}),
     );
-    assert_eq!(a.baseline, Policy::Prompt);
+    assert_eq!(a.baseline, ApprovalPolicy::Prompt);
     assert_eq!(a.action, "exec");
     assert!(a.session_cacheable);
     // `<guard rule>:<16 hex digits of the shape>`.

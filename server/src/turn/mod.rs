@@ -309,7 +309,10 @@ impl TurnService {
         let (kind, data) = match status {
             TurnStatus::Completed => ("turn.completed", json!({"output": output, "steps": steps})),
             TurnStatus::Failed => ("turn.failed", json!({"reason": why, "error": error})),
-            _ => ("turn.cancelled", json!({"reason": why})),
+            // `run` only ever ends a turn; a running status cannot reach here.
+            TurnStatus::Cancelled | TurnStatus::Running => {
+                ("turn.cancelled", json!({"reason": why}))
+            }
         };
         let finish = TurnFinish {
             turn_id: ctx.turn_id.to_string(),

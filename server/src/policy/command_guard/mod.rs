@@ -78,19 +78,12 @@ pub enum Decision {
     Block,
 }
 
-/// How much damage the command could do if it is not what it looks like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Risk {
-    /// Literal read-only command.
-    Low,
-    /// Read-only, but reaches outside the working tree (absolute, `~`, `..`).
-    Medium,
-    /// Runs, writes, deletes, expands or cannot be proven literal.
-    High,
-    /// Destructive payloads and credential paths combined with other risks.
-    Critical,
-}
+/// How much damage the command could do if it is not what it looks like
+/// (the one [`crate::wire::Risk`]): `low` a literal read-only command,
+/// `medium` read-only but reaching outside the working tree (absolute, `~`,
+/// `..`), `high` runs, writes, deletes, expands or cannot be proven literal,
+/// `critical` destructive payloads and credential paths combined with other risks.
+pub use crate::wire::Risk;
 
 /// The guard's answer for one command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -1,0 +1,20 @@
+//! The typed vocabulary: every closed set of words the server writes to the
+//! database, the API or the event log, as Rust types.
+//!
+//! - [`states`]: lifecycle states (turns, approvals and their decisions,
+//!   clarifications, tasks). Stored text that is not a known value is an
+//!   [`UnknownValue`] error (the store reports it as a decode error), never a
+//!   default.
+//! - [`risk`]: the one [`Risk`] and the one [`ApprovalPolicy`].
+//!
+//! Adding a value to one of these enums is a wire change: every `match` on it
+//! is exhaustive (no `_ =>` arms), so the compiler lists what must decide
+//! about the new value.
+
+pub mod risk;
+pub mod states;
+
+pub use risk::{ApprovalPolicy, Risk};
+pub use states::{
+    ApprovalState, ClarificationState, Decision, TaskStatus, TurnStatus, UnknownValue,
+};

@@ -1,0 +1,154 @@
+//! Lifecycle states as stored in the database and shown on the API: turns,
+//! approvals (and their decisions), clarifications and background tasks.
+//!
+//! Each enum has one spelling per value ([`as_str`](TurnStatus::as_str),
+//! serde, the OpenAPI schema) and one strict reading of stored text
+//! ([`FromStr`](std::str::FromStr)): an unknown value is an [`UnknownValue`]
+//! error — which the store turns into a decode error — never a default.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// A stored or received text that is not one of the known values of a
+/// vocabulary enum (state, decision, risk, approval policy, …).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {kind}: {value:?}")]
+pub struct UnknownValue {
+    /// What was being read, e.g. `turn status` or `tool risk`.
+    pub kind: &'static str,
+    /// The rejected text, verbatim.
+    pub value: String,
+}
+
+/// One closed vocabulary: the enum, its spellings, a strict `FromStr`,
+/// `Display`, serde and the OpenAPI schema, all from one list.
+macro_rules! vocabulary {
+    (
+        $(#[$doc:meta])*
+        $name:ident, $kind:literal {
+            $( $(#[$vdoc:meta])* $variant:ident = $text:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$doc])*
+        // The spellings are the snake_case variant names (a test checks
+        // serde against `as_str`); `rename_all` is what the schema derive reads.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            $( $(#[$vdoc])* $variant, )+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The one spelling (database, JSON, events).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $text, )+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        /// Exact spelling only; anything else is an [`UnknownValue`].
+        impl std::str::FromStr for $name {
+            type Err = UnknownValue;
+
+            fn from_str(s: &str) -> Result<Self, UnknownValue> {
+                match s {
+                    $( $text => Ok($name::$variant), )+
+                    _ => Err(UnknownValue { kind: $kind, value: s.to_owned() }),
+                }
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// Where a turn stands. Only `running` moves, exactly once.
+    TurnStatus, "turn status" {
+        Running = "running",
+        Completed = "completed",
+        Failed = "failed",
+        Cancelled = "cancelled",
+    }
+}
+
+vocabulary! {
+    /// Where an approval request stands. Only `pending` moves, exactly once.
+    ApprovalState, "approval state" {
+        Pending = "pending",
+        /// A human allowed it (once or for the session).
+        Allowed = "allowed",
+        /// A human denied it.
+        Denied = "denied",
+        /// Nobody decided in time, the turn ended or the node restarted: a deny.
+        Expired = "expired",
+    }
+}
+
+vocabulary! {
+    /// A human's answer to an approval request.
+    Decision, "approval decision" {
+        AllowOnce = "allow_once",
+        /// Also allow identical requests of the session for a while.
+        AllowSession = "allow_session",
+        Deny = "deny",
+    }
+}
+
+vocabulary! {
+    /// Where a `clarify` question stands.
+    ClarificationState, "clarification state" {
+        Pending = "pending",
+        Answered = "answered",
+        /// Timed out, cancelled or orphaned by a restart.
+        Expired = "expired",
+    }
+}
+
+vocabulary! {
+    /// Where a background task stands. Only `running` moves, exactly once.
+    TaskStatus, "task status" {
+        Running = "running",
+        Succeeded = "succeeded",
+        Failed = "failed",
+        Cancelled = "cancelled",
+        /// The node running it stopped.
+        Lost = "lost",
+    }
+}
+
+impl TurnStatus {
+    pub fn is_terminal(self) -> bool {
+        self != TurnStatus::Running
+    }
+}
+
+impl TaskStatus {
+    pub fn is_terminal(self) -> bool {
+        self != TaskStatus::Running
+    }
+}
+
+impl Decision {
+    /// The state an approval moves to with this decision.
+    pub fn state(self) -> ApprovalState {
+        match self {
+            Decision::AllowOnce | Decision::AllowSession => ApprovalState::Allowed,
+            Decision::Deny => ApprovalState::Denied,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "states_tests.rs"]
+mod tests;
