@@ -249,6 +249,9 @@ pub struct ServeArgs {
     /// Network of terminal commands: `on`, or `none` (no TCP; on a root server no network at all).
     #[arg(long, env = "DEMIURGE_TERMINAL_NETWORK", default_value = "on")]
     pub terminal_network: String,
+    /// Longest an authored tool call may run before its runner is killed (`timed_out`).
+    #[arg(long, env = "DEMIURGE_AUTHORED_TIMEOUT", default_value = "60s")]
+    pub authored_timeout: String,
     /// CPU seconds per child process (`RLIMIT_CPU`).
     #[arg(long, env = "DEMIURGE_SANDBOX_CPU_SECONDS", default_value_t = 3600)]
     pub sandbox_cpu_seconds: u64,

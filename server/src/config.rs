@@ -292,6 +292,8 @@ pub struct Config {
     pub read_roots: Vec<PathBuf>,
     /// `--terminal-network`: `false` cuts the network of terminal commands.
     pub terminal_network: bool,
+    /// `--authored-timeout`: one authored tool call, at most.
+    pub authored_timeout: Duration,
     /// `--url-allow`: networks the URL policy would refuse that the operator allows.
     pub url_allow: Vec<ipnet::IpNet>,
     /// `--member-max-risk`: the approval policy of tenants that set none.
@@ -520,6 +522,7 @@ impl Config {
             },
             stream_buffer: serve.stream_buffer,
             approval_timeout: parse_duration("--approval-timeout", &serve.approval_timeout)?,
+            authored_timeout: parse_duration("--authored-timeout", &serve.authored_timeout)?,
             clarify_timeout: parse_duration("--clarify-timeout", &serve.clarify_timeout)?,
             protection: ProtectionConfig::from_args(serve)?,
             auth: AuthConfig {

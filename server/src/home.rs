@@ -123,6 +123,15 @@ impl HomeLayout {
         (base.join("home"), base.join("tmp"))
     }
 
+    /// Read-only copy of a core revision's authored tools and the runner
+    /// with its `demiurge.sdk`, which confined runners of the tenant may read.
+    pub fn authored_runtime(&self, tenant: &TenantId, revision: &str) -> PathBuf {
+        self.runtime_dir()
+            .join("authored")
+            .join(tenant.as_str())
+            .join(revision)
+    }
+
     /// Per-session tool state.
     pub fn session_state_dir(&self, session: &str) -> PathBuf {
         self.runtime_dir().join("session-state").join(session)

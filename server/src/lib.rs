@@ -27,6 +27,9 @@
 //! - [`tools`]: built-in tool adapters, and [`tools::contract`], what every tool is
 //!   to the dispatcher: typed arguments, a pure plan naming its approvals, an
 //!   execute step, and the host services it may use (no adapter imports `dispatch`).
+//! - [`authored`]: authored tools (`tool.yaml` + Python): the call adapter, the
+//!   warm confined `python3` runners and their JSON-lines protocol, and the
+//!   embedded `demiurge.sdk`.
 //! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment, sandbox.
 //! - [`channels`]: chat channels (Telegram, Slack, Discord, signed webhooks):
 //!   accounts with sealed credentials, verified webhooks with a durable
@@ -65,6 +68,7 @@
 pub mod api;
 pub mod app;
 pub mod auth;
+pub mod authored;
 pub mod bootstrap;
 pub mod catalog;
 pub mod channels;

@@ -392,6 +392,8 @@ fn build_walls(
         files: crate::policy::file_walls::FileWalls::new(home, config.read_roots.clone(), database),
         terminal_network: config.terminal_network,
         quota,
+        authored: Arc::new(crate::authored::Runners::new()),
+        authored_timeout: config.authored_timeout,
         outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
             allow: config.url_allow.clone(),
             ..Default::default()

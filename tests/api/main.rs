@@ -5,6 +5,7 @@
 
 mod apidoc;
 mod auth;
+mod authored;
 mod authority;
 mod channels;
 mod cores;

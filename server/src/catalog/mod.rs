@@ -77,6 +77,57 @@ pub const IMPLEMENTED: &[&str] = &[
     "yield_until",
 ];
 
+/// What the authored-tool runner needs to call one authored tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthoredSpec {
+    /// Tool folder relative to the core, e.g. `agent/tools/echo`
+    /// (`ctx.slot_path`, and the path its capability grants are scoped to).
+    pub slot_path: String,
+    /// The tool folder on disk.
+    pub dir: std::path::PathBuf,
+    /// Dotted module path inside the folder (`module` of `module:execute`).
+    pub module: String,
+    /// The callable (`execute` of `module:execute`).
+    pub function: String,
+    /// What the code may `ctx.capability.require(...)` (never the
+    /// dispatcher's singular gate).
+    pub capabilities: Vec<String>,
+}
+
+/// Split and check an `entrypoint` (`module.sub:function`).
+pub fn parse_entrypoint(entrypoint: &str) -> Result<(String, String), String> {
+    let ident = |s: &str| {
+        let mut chars = s.chars();
+        matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+            && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+    };
+    let (module, function) = entrypoint
+        .trim()
+        .split_once(':')
+        .ok_or_else(|| format!("entrypoint {entrypoint:?} is not `module:function`"))?;
+    if module.split('.').all(ident) && ident(function) {
+        Ok((module.to_owned(), function.to_owned()))
+    } else {
+        Err(format!(
+            "entrypoint {entrypoint:?} is not `module:function` (Python identifiers)"
+        ))
+    }
+}
+
+/// An authored tool as the core declares it (`tool.yaml`), before core
+/// metadata and approval policy are applied.
+#[derive(Debug, Clone)]
+pub struct AuthoredInput {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub metadata: Metadata,
+    pub entrypoint: String,
+    pub slot_path: String,
+    pub dir: std::path::PathBuf,
+    pub capabilities: Vec<String>,
+}
+
 /// A tool the turn may call, with its effective metadata.
 #[derive(Debug, Clone)]
 pub struct ResolvedEntry {
@@ -95,6 +146,8 @@ pub struct ResolvedEntry {
     pub policy: ApprovalPolicy,
     pub model_output_policy: String,
     pub display_policy: String,
+    /// Set for authored tools: how the runner calls it.
+    pub authored: Option<std::sync::Arc<AuthoredSpec>>,
 }
 
 /// What a catalog is built from: the core's declared surface, resolved by
@@ -117,10 +170,14 @@ pub struct CatalogInput {
     pub terminal_network_off: bool,
     /// Every MCP server the core declares, with its state and last error.
     pub mcp_servers: Vec<crate::mcp::ServerStatus>,
+    /// Authored tools (`slots.tools`), sorted by name.
+    pub authored: Vec<AuthoredInput>,
+    /// Authored tools whose `tool.yaml` failed validation: name and error.
+    pub broken_authored: Vec<(String, String)>,
 }
 
 /// Tools that start child processes: unavailable when they cannot be confined.
-pub const CHILD_PROCESS_TOOLS: &[&str] = &["terminal"];
+pub const CHILD_PROCESS_TOOLS: &[&str] = &["terminal", AUTHORED_RUNNER];
 
 /// Built once per turn; the only way a tool name becomes an adapter.
 #[derive(Debug, Clone)]
@@ -205,7 +262,19 @@ impl ResolvedCatalog {
                 policy,
                 model_output_policy: meta.model_output_policy,
                 display_policy: meta.display_policy,
+                authored: None,
             });
+        }
+        for (name, error) in &input.broken_authored {
+            unavailable.push(name.clone());
+            unavailable_reasons.insert(name.clone(), error.clone());
+        }
+        for tool in &input.authored {
+            if let Some(entry) = resolve_authored(input, tool, &mut unavailable_reasons) {
+                entries.push(entry);
+            } else if unavailable_reasons.contains_key(&tool.name) {
+                unavailable.push(tool.name.clone());
+            }
         }
         let definitions = entries
             .iter()
@@ -281,6 +350,77 @@ impl ResolvedCatalog {
         })
     }
 }
+
+/// One authored tool's entry: core metadata (which may change anything of
+/// an authored tool), then the core's and global approval blocks, which only
+/// tighten. `None` when disabled, or unavailable (reason recorded).
+fn resolve_authored(
+    input: &CatalogInput,
+    tool: &AuthoredInput,
+    reasons: &mut BTreeMap<String, String>,
+) -> Option<ResolvedEntry> {
+    let meta = match input.overrides.get(&tool.name) {
+        Some(o) => apply_override(&tool.metadata, o, Source::Authored),
+        None => tool.metadata.clone(),
+    };
+    if !meta.enabled {
+        return None;
+    }
+    let (module, function) = match parse_entrypoint(&tool.entrypoint) {
+        Ok(parts) => parts,
+        Err(reason) => {
+            reasons.insert(
+                tool.name.clone(),
+                format!("{}/tool.yaml: {reason}", tool.slot_path),
+            );
+            return None;
+        }
+    };
+    if let Some(reason) = input.host_unavailable.get(AUTHORED_RUNNER) {
+        reasons.insert(tool.name.clone(), reason.clone());
+        return None;
+    }
+    let arguments = match ArgumentSchema::compile(&tool.input_schema) {
+        Ok(compiled) => compiled,
+        Err(reason) => {
+            reasons.insert(
+                tool.name.clone(),
+                format!("{}/tool.yaml: input_schema: {reason}", tool.slot_path),
+            );
+            return None;
+        }
+    };
+    let policy = effective_policy(
+        &meta,
+        &tool.name,
+        input.core_approval.as_ref(),
+        input.global_approval.as_ref(),
+    );
+    Some(ResolvedEntry {
+        name: tool.name.clone(),
+        source: Source::Authored,
+        provenance: format!("authored {}", tool.slot_path),
+        description: tool.description.clone(),
+        input_schema: tool.input_schema.clone(),
+        arguments,
+        risk: meta.risk,
+        capability: meta.capability,
+        policy,
+        model_output_policy: meta.model_output_policy,
+        display_policy: meta.display_policy,
+        authored: Some(std::sync::Arc::new(AuthoredSpec {
+            slot_path: tool.slot_path.clone(),
+            dir: tool.dir.clone(),
+            module,
+            function,
+            capabilities: tool.capabilities.clone(),
+        })),
+    })
+}
+
+/// The key of [`CatalogInput::host_unavailable`] that makes every authored
+/// tool unavailable (their runner is a child process).
+pub const AUTHORED_RUNNER: &str = "authored:runner";
 
 #[cfg(test)]
 mod tests {
@@ -456,5 +596,164 @@ mod tests {
         assert!(e.arguments.validate(&json!({"path": "a"})).is_ok());
         let errors = e.arguments.validate(&json!({"path": 3})).unwrap_err();
         assert_eq!(errors, [r#"arguments.path: value is not of type "string""#]);
+    }
+
+    fn authored(name: &str, risk: Risk, policy: ApprovalPolicy) -> AuthoredInput {
+        AuthoredInput {
+            name: name.into(),
+            description: format!("{name} tool"),
+            input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            metadata: Metadata {
+                risk,
+                capability: Some(format!("tool.call:{name}")),
+                approval_policy: policy,
+                model_output_policy: "content".into(),
+                display_policy: "summary".into(),
+                enabled: true,
+            },
+            entrypoint: "module:execute".into(),
+            slot_path: format!("agent/tools/{name}"),
+            dir: std::path::PathBuf::from(format!("/core/agent/tools/{name}")),
+            capabilities: vec!["fs.read".into()],
+        }
+    }
+
+    #[test]
+    fn authored_tools_join_the_catalog_with_their_runner_spec() {
+        let mut i = input(&["read_file"]);
+        i.authored = vec![authored("echo", Risk::Low, ApprovalPolicy::Auto)];
+        let c = ResolvedCatalog::build(&i);
+        let e = c.resolve("echo").unwrap();
+        assert_eq!(e.source, Source::Authored);
+        assert_eq!(e.provenance, "authored agent/tools/echo");
+        assert_eq!((e.risk, e.policy), (Risk::Low, ApprovalPolicy::Auto));
+        assert_eq!(e.capability.as_deref(), Some("tool.call:echo"));
+        let spec = e.authored.as_deref().unwrap();
+        assert_eq!(
+            (
+                spec.module.as_str(),
+                spec.function.as_str(),
+                spec.slot_path.as_str()
+            ),
+            ("module", "execute", "agent/tools/echo")
+        );
+        assert_eq!(spec.capabilities, ["fs.read"]);
+        assert!(c
+            .definitions()
+            .iter()
+            .any(|d| d["function"]["name"] == "echo"));
+        assert!(c.resolve("read_file").unwrap().authored.is_none());
+    }
+
+    #[test]
+    fn core_and_global_approval_only_tighten_authored_tools() {
+        let mut i = input(&[]);
+        i.authored = vec![
+            authored("echo", Risk::Low, ApprovalPolicy::Auto),
+            authored("note", Risk::Low, ApprovalPolicy::Auto),
+        ];
+        i.core_approval = Some(ApprovalBlock {
+            tools: [("echo".to_owned(), ApprovalPolicy::Prompt)].into(),
+            ..Default::default()
+        });
+        i.global_approval = Some(ApprovalBlock {
+            capabilities: [("tool.call:note".to_owned(), ApprovalPolicy::Deny)].into(),
+            ..Default::default()
+        });
+        let c = ResolvedCatalog::build(&i);
+        assert_eq!(c.resolve("echo").unwrap().policy, ApprovalPolicy::Prompt);
+        assert_eq!(c.resolve("note").unwrap().policy, ApprovalPolicy::Deny);
+        // Core metadata may change an authored tool's own registry values.
+        let mut i = input(&[]);
+        i.authored = vec![authored("echo", Risk::Low, ApprovalPolicy::Auto)];
+        i.overrides.insert(
+            "echo".into(),
+            MetadataOverride {
+                risk: Some(Risk::High),
+                approval_policy: Some(ApprovalPolicy::Prompt),
+                ..Default::default()
+            },
+        );
+        let c = ResolvedCatalog::build(&i);
+        let e = c.resolve("echo").unwrap();
+        assert_eq!((e.risk, e.policy), (Risk::High, ApprovalPolicy::Prompt));
+        i.overrides.insert(
+            "echo".into(),
+            MetadataOverride {
+                enabled: Some(false),
+                ..Default::default()
+            },
+        );
+        assert!(ResolvedCatalog::build(&i).resolve("echo").is_none());
+    }
+
+    #[test]
+    fn broken_authored_tools_are_listed_unavailable_with_their_error() {
+        let mut i = input(&[]);
+        let mut bad_entry = authored("bad_entry", Risk::Low, ApprovalPolicy::Auto);
+        bad_entry.entrypoint = "module".into();
+        let mut bad_schema = authored("bad_schema", Risk::Low, ApprovalPolicy::Auto);
+        bad_schema.input_schema =
+            json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "("}}});
+        i.authored = vec![
+            bad_entry,
+            bad_schema,
+            authored("echo", Risk::Low, ApprovalPolicy::Auto),
+        ];
+        i.broken_authored = vec![(
+            "broken".into(),
+            "agent/tools/broken/tool.yaml: unknown field `timeout_seconds`".into(),
+        )];
+        let c = ResolvedCatalog::build(&i);
+        let listing = c.listing();
+        assert_eq!(
+            listing["unavailable"],
+            json!(["broken", "bad_entry", "bad_schema"])
+        );
+        let reasons = &listing["unavailable_reasons"];
+        assert!(reasons["broken"]
+            .as_str()
+            .unwrap()
+            .contains("timeout_seconds"));
+        assert!(reasons["bad_entry"]
+            .as_str()
+            .unwrap()
+            .contains("module:function"));
+        assert!(reasons["bad_schema"]
+            .as_str()
+            .unwrap()
+            .contains("input_schema"));
+        assert!(c.resolve("echo").is_some());
+        // Where the runner cannot be confined, every authored tool is unavailable.
+        i.host_unavailable
+            .insert(AUTHORED_RUNNER.into(), "no Landlock".into());
+        let c = ResolvedCatalog::build(&i);
+        assert!(c.resolve("echo").is_none());
+        assert_eq!(c.listing()["unavailable_reasons"]["echo"], "no Landlock");
+    }
+
+    #[test]
+    fn entrypoints_are_module_colon_function() {
+        assert_eq!(
+            parse_entrypoint("module:execute"),
+            Ok(("module".into(), "execute".into()))
+        );
+        assert_eq!(
+            parse_entrypoint(" pkg.sub:run_1 "),
+            Ok(("pkg.sub".into(), "run_1".into()))
+        );
+        for bad in [
+            "module",
+            ":x",
+            "m:",
+            "../m:x",
+            "m:x:y",
+            "1m:x",
+            "m.:x",
+            "m:x-y",
+            "os.system('x'):y",
+        ] {
+            assert!(parse_entrypoint(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -171,6 +171,16 @@ pub struct AuthoredTool {
     pub manifest: ToolYaml,
 }
 
+/// An authored tool whose `tool.yaml` does not validate: listed as
+/// unavailable with its error, never dropped silently.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokenTool {
+    pub name: String,
+    pub dir_rel: String,
+    /// The loader's one-line error (file, field, problem).
+    pub error: String,
+}
+
 /// A bootstrap/input/output slot: `<surface_root>/<phase>/<id>/slot.yaml`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SlotRef {
@@ -213,6 +223,8 @@ pub struct LoadedCore {
     pub builtin_tools: Vec<String>,
     /// Authored tools, sorted by name. Empty unless `slots.tools` is set.
     pub authored: Vec<AuthoredTool>,
+    /// Authored tools whose `tool.yaml` is invalid, sorted by name.
+    pub broken_tools: Vec<BrokenTool>,
     /// MCP server ids, sorted.
     pub mcp_servers: Vec<String>,
     /// MCP manifests in the same order as `mcp_servers`.
@@ -296,12 +308,12 @@ pub fn load_core(
     let pipelines = load_pipelines(&mut cx, &surface, &slots)?;
 
     // authored tools (only with slots.tools)
-    let authored = match manifest.slots.tools.as_deref() {
+    let (authored, broken_tools) = match manifest.slots.tools.as_deref() {
         Some(root) => {
             let root = cx.configured_root(root, "slots.tools")?;
             discover_tools(&mut cx, &root, &builtin_tools, &slots)?
         }
-        None => Vec::new(),
+        None => (Vec::new(), Vec::new()),
     };
 
     let mcp_root = match manifest.slots.mcp.as_deref() {
@@ -326,6 +338,7 @@ pub fn load_core(
         manifest,
         builtin_tools: builtin_tools.into_iter().map(|(name, _)| name).collect(),
         authored,
+        broken_tools,
         mcp_servers: mcp_manifests.iter().map(|m| m.name.clone()).collect(),
         mcp_manifests,
         skills,
@@ -847,11 +860,12 @@ fn discover_tools(
     root: &str,
     builtins: &[(String, String)],
     slots: &[SlotRef],
-) -> Result<Vec<AuthoredTool>, CoreError> {
+) -> Result<(Vec<AuthoredTool>, Vec<BrokenTool>), CoreError> {
     let Some(items) = cx.list_dir(root, "slots.tools")? else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     };
     let mut tools = Vec::new();
+    let mut broken = Vec::new();
     for item in items {
         if !item.path.is_dir() {
             continue;
@@ -871,7 +885,6 @@ fn discover_tools(
                 ),
             ));
         }
-        let manifest: ToolYaml = parse_yaml(&manifest_rel, &bytes)?;
         if let Some((_, toolset)) = builtins.iter().find(|(name, _)| *name == item.name) {
             return Err(CoreError::new(
                 CoreErrorKind::Collision,
@@ -896,13 +909,22 @@ fn discover_tools(
                 ),
             ));
         }
-        tools.push(AuthoredTool {
-            name: item.name,
-            dir_rel: item.rel,
-            manifest,
-        });
+        // One tool's invalid manifest makes that tool unavailable (with the
+        // error), not the whole core.
+        match parse_yaml::<ToolYaml>(&manifest_rel, &bytes) {
+            Ok(manifest) => tools.push(AuthoredTool {
+                name: item.name,
+                dir_rel: item.rel,
+                manifest,
+            }),
+            Err(e) => broken.push(BrokenTool {
+                name: item.name,
+                dir_rel: item.rel,
+                error: e.to_string(),
+            }),
+        }
     }
-    Ok(tools)
+    Ok((tools, broken))
 }
 
 // ---------------------------------------------------------------------------

@@ -801,12 +801,21 @@ fn authored_tool_may_reuse_a_builtin_name_whose_toolset_is_off() {
     );
 }
 
+/// The one invalid tool of a core, which otherwise loads.
+fn only_broken_tool(dir: &std::path::Path) -> BrokenTool {
+    let core = load(dir, "assistant").expect("the core loads; the tool is unavailable");
+    assert!(core.authored_tool("echo").is_none(), "never callable");
+    assert_eq!(core.broken_tools.len(), 1, "{:?}", core.broken_tools);
+    core.broken_tools[0].clone()
+}
+
 #[test]
-fn tool_yaml_with_slot_only_fields_is_rejected() {
+fn tool_yaml_with_slot_only_fields_makes_the_tool_unavailable_naming_the_field() {
     for key in [
         "failure_policy: soft",
         "timeout_seconds: 5",
         "history_policy: persist",
+        "default_placement: pre_current_user",
     ] {
         let t = tmp();
         assistant_core(t.path());
@@ -816,19 +825,24 @@ fn tool_yaml_with_slot_only_fields_is_rejected() {
             "capabilities: []",
             key,
         );
-        let e = load_err(t.path(), "assistant");
-        assert_eq!(e.kind, CoreErrorKind::Schema, "{key}");
-        assert_eq!(e.file, "agent/tools/echo/tool.yaml");
+        let broken = only_broken_tool(t.path());
+        assert_eq!(
+            (broken.name.as_str(), broken.dir_rel.as_str()),
+            ("echo", "agent/tools/echo")
+        );
         let field = key.split(':').next().unwrap_or_default();
         assert!(
-            e.problem.starts_with(&format!("unknown field `{field}`")),
-            "{key}: {e}"
+            broken.error.starts_with(&format!(
+                "agent/tools/echo/tool.yaml: unknown field `{field}`"
+            )),
+            "{key}: {}",
+            broken.error
         );
     }
 }
 
 #[test]
-fn bad_risk_value_in_tool_yaml_is_rejected() {
+fn bad_risk_value_in_tool_yaml_makes_the_tool_unavailable() {
     let t = tmp();
     assistant_core(t.path());
     edit(
@@ -837,11 +851,14 @@ fn bad_risk_value_in_tool_yaml_is_rejected() {
         "capabilities: []",
         "risk: severe",
     );
-    let e = load_err(t.path(), "assistant");
-    assert_eq!(e.file, "agent/tools/echo/tool.yaml");
-    assert_eq!(e.field.as_deref(), Some("risk"));
-    assert!(e.problem.contains("unknown variant `severe`"), "{e}");
-    assert!(e.problem.contains("line 9"), "{e}");
+    let broken = only_broken_tool(t.path());
+    assert!(broken.error.contains("risk"), "{}", broken.error);
+    assert!(
+        broken.error.contains("unknown variant `severe`"),
+        "{}",
+        broken.error
+    );
+    assert!(broken.error.contains("line 9"), "{}", broken.error);
 }
 
 #[test]

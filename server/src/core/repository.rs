@@ -259,6 +259,7 @@ impl CoreRepository {
                     home: &home,
                     tmp: &tmp,
                     network: false,
+                    read_only: &[],
                 })?
                 .map(Arc::new),
         };
@@ -336,6 +337,32 @@ fn build_view(
                 .iter()
                 .map(|m| (m.name.as_str(), m.path_rel.as_str(), &m.raw)),
         ),
+        authored: core
+            .authored
+            .iter()
+            .map(|t| crate::catalog::AuthoredInput {
+                name: t.name.clone(),
+                description: t.manifest.description.clone(),
+                input_schema: t.manifest.input_schema.clone(),
+                metadata: crate::policy::approval_policy::Metadata {
+                    risk: t.manifest.risk,
+                    capability: t.manifest.capability.clone().filter(|c| !c.is_empty()),
+                    approval_policy: t.manifest.approval_policy,
+                    model_output_policy: t.manifest.model_output_policy.clone(),
+                    display_policy: t.manifest.display_policy.clone(),
+                    enabled: true,
+                },
+                entrypoint: t.manifest.entrypoint.clone(),
+                slot_path: t.dir_rel.clone(),
+                dir: core_dir.join(&t.dir_rel),
+                capabilities: t.manifest.capabilities.clone(),
+            })
+            .collect(),
+        broken_authored: core
+            .broken_tools
+            .iter()
+            .map(|b| (b.name.clone(), b.error.clone()))
+            .collect(),
     };
     Ok(CoreView {
         resolved: crate::catalog::ResolvedCatalog::build(&catalog),

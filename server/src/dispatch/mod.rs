@@ -273,7 +273,10 @@ impl Dispatcher {
             );
         }
         if let Some(cap) = &entry.capability {
-            if !catalog.grants().allows(cap, None, &[], false) {
+            // An authored tool's gate is granted for its path (core defaults
+            // or path-scoped grants), never by its own `capabilities` list.
+            let slot = entry.authored.as_ref().map(|a| a.slot_path.as_str());
+            if !catalog.grants().allows(cap, slot, &[], false) {
                 return ToolOutcome::error(
                     ToolStatus::Denied,
                     crate::policy::capabilities::denial_message(cap, None),
@@ -307,6 +310,9 @@ impl Dispatcher {
             "task_status" => self.drive::<task_tools::TaskStatusTool>(&env).await,
             "task_control" => self.drive::<task_tools::TaskControl>(&env).await,
             "yield_until" => self.drive::<task_tools::YieldUntil>(&env).await,
+            _ if entry.authored.is_some() => {
+                self.drive::<crate::authored::AuthoredCall>(&env).await
+            }
             other => ToolOutcome::error(
                 ToolStatus::NotFound,
                 format!("tool not found or not allowed: {other}"),

@@ -130,14 +130,20 @@ impl Store {
         limit: u32,
         offset: u32,
     ) -> Result<Vec<SessionSummary>, sqlx::Error> {
-        const COLS: &str = "SELECT id, title, updated_at FROM sessions WHERE tenant_id = $1";
-        const ORDER: &str = "ORDER BY updated_at DESC, id DESC";
+        // Count and preview per listed session in the same statement: one
+        // round trip per page, each subquery an index range of one session.
+        const COLS: &str = "SELECT s.id, s.title, s.updated_at, \
+             (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id), \
+             (SELECT m.text FROM messages m WHERE m.session_id = s.id AND m.text <> '' \
+              ORDER BY m.id DESC LIMIT 1) \
+             FROM sessions s WHERE s.tenant_id = $1";
+        const ORDER: &str = "ORDER BY s.updated_at DESC, s.id DESC";
         let lim = i64::from(limit);
         let off = i64::from(offset);
         let rows = match reach {
             Reach::Owned { tenant, principal } => {
                 sqlx::query(&format!(
-                    "{COLS} AND principal_id = $2 {ORDER} LIMIT $3 OFFSET $4"
+                    "{COLS} AND s.principal_id = $2 {ORDER} LIMIT $3 OFFSET $4"
                 ))
                 .bind(tenant.as_str())
                 .bind(principal.as_str())
@@ -152,7 +158,7 @@ impl Store {
                 session,
             } => {
                 sqlx::query(&format!(
-                    "{COLS} AND principal_id = $2 AND id = $3 {ORDER} LIMIT $4 OFFSET $5"
+                    "{COLS} AND s.principal_id = $2 AND s.id = $3 {ORDER} LIMIT $4 OFFSET $5"
                 ))
                 .bind(tenant.as_str())
                 .bind(principal.as_str())
@@ -173,30 +179,16 @@ impl Store {
         };
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
-            let id: String = r.try_get(0)?;
-            let count: i64 = sqlx::query("SELECT COUNT(*) FROM messages WHERE session_id = $1")
-                .bind(&id)
-                .fetch_one(self.pool())
-                .await?
-                .try_get(0)?;
-            let last: Option<String> = sqlx::query(
-                "SELECT text FROM messages WHERE session_id = $1 AND text <> '' \
-                 ORDER BY id DESC LIMIT 1",
-            )
-            .bind(&id)
-            .fetch_optional(self.pool())
-            .await?
-            .map(|r| r.try_get(0))
-            .transpose()?;
+            let last: Option<String> = r.try_get(4)?;
             let preview = last
                 .map(|t| clip(&t.trim().replace('\n', " "), PREVIEW_CHARS))
                 .unwrap_or_default();
             out.push(SessionSummary {
-                session_id: id,
+                session_id: r.try_get(0)?,
                 title: r.try_get(1)?,
                 updated_at: r.try_get(2)?,
                 preview,
-                message_count: count,
+                message_count: r.try_get(3)?,
             });
         }
         Ok(out)

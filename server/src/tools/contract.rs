@@ -214,6 +214,9 @@ pub struct Walls {
     pub terminal_network: bool,
     /// Bytes of command output (artifacts, task logs) per command and tenant.
     pub quota: Arc<crate::exec::StorageQuota>,
+    /// Warm authored-tool runners, and how long one call may take.
+    pub authored: Arc<crate::authored::Runners>,
+    pub authored_timeout: std::time::Duration,
     /// The one outbound HTTP client (URL policy, `--url-allow`, pinning).
     pub outbound: crate::net::Outbound,
 }
@@ -480,6 +483,8 @@ pub(crate) mod testing {
             ),
             terminal_network: true,
             quota: crate::exec::StorageQuota::new(1 << 20, 1 << 30),
+            authored: std::sync::Arc::new(crate::authored::Runners::new()),
+            authored_timeout: std::time::Duration::from_secs(5),
             outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
                 dns: crate::net::DnsSettings::Servers(vec![std::net::SocketAddr::from((
                     [127, 0, 0, 1],

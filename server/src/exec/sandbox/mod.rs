@@ -228,6 +228,12 @@ impl Sandbox {
                 self.hand_over(dir, uid, gid)
                     .map_err(|e| SandboxError::Prepare(format!("{}: {e}", dir.display())))?;
             }
+            // Read-only extras stay the server's; the uid only needs to pass
+            // the folders above them (their own modes give it read).
+            for dir in request.read_only {
+                self.allow_traverse_to(dir)
+                    .map_err(|e| SandboxError::Prepare(format!("{}: {e}", dir.display())))?;
+            }
         }
         let ruleset = build_ruleset(&plan, self.facts.landlock_abi)?;
         Ok(Some(Confinement {
@@ -270,6 +276,22 @@ impl Sandbox {
         }
         if let Ok(mut set) = self.prepared.lock() {
             set.insert(key);
+        }
+        Ok(())
+    }
+
+    /// Lets other uids pass every folder from the server home down to `dir`'s
+    /// parent (traverse bit only).
+    fn allow_traverse_to(&self, dir: &Path) -> io::Result<()> {
+        let canonical = dir.canonicalize()?;
+        if let Ok(rel) = canonical.strip_prefix(&self.server_home) {
+            let mut current = self.server_home.clone();
+            allow_traverse(&current)?;
+            let parts: Vec<_> = rel.components().collect();
+            for part in parts.iter().take(parts.len().saturating_sub(1)) {
+                current.push(part);
+                allow_traverse(&current)?;
+            }
         }
         Ok(())
     }

@@ -207,6 +207,9 @@ pub struct Request<'a> {
     pub tmp: &'a Path,
     /// `false` cuts the network (`terminal.network: none`).
     pub network: bool,
+    /// Extra folders the child may read (and execute), e.g. the read-only
+    /// copy of a core's authored tools and the runner's SDK.
+    pub read_only: &'a [PathBuf],
 }
 
 /// The walls of one child.
@@ -249,7 +252,9 @@ pub fn plan(
         } => (*drop_privileges, *tcp_rules),
         _ => (false, false),
     };
-    let read_only = read_roots(settings);
+    let mut read_only = read_roots(settings);
+    let path_env = child_path(host_path, &read_only);
+    read_only.extend(request.read_only.iter().cloned());
     let read_write = vec![
         request.workspace.to_path_buf(),
         request.home.to_path_buf(),
@@ -260,7 +265,7 @@ pub fn plan(
         (uid, uid)
     });
     Plan {
-        path_env: child_path(host_path, &read_only),
+        path_env,
         read_only,
         read_write,
         devices: DEVICES.iter().map(PathBuf::from).collect(),

@@ -14,6 +14,7 @@ fn request(network: bool) -> Request<'static> {
         home: Path::new("/srv/home/runtime/terminal-home/acme/alice"),
         tmp: Path::new("/srv/home/runtime/tmp/acme/alice"),
         network,
+        read_only: &[],
     }
 }
 

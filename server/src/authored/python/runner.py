@@ -1,0 +1,176 @@
+"""demiurge authored-tool runner: one confined process, many calls.
+
+Speaks newline-delimited JSON with the host: requests on stdin, replies on
+the process's original stdout (kept as a private descriptor; fd 1 is pointed
+at stderr so stray writes cannot corrupt the protocol). One call at a time:
+
+  host -> {"op": "call", "id", "tool": {...}, "turn": {...}, "workspace", "args"}
+  runner -> {"op": "capability", "id", "name", "slot_path"}   (host answers
+            {"op": "capability", "id", "allowed"}), {"op": "output", "id",
+            "stream", "text"}, then {"op": "result", "id", "value"} or
+            {"op": "error", "id", "kind", "type", "message"}.
+"""
+
+import asyncio
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True
+
+_proto = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+_input = sys.stdin
+
+from demiurge.sdk import AgentInput, CapabilityDenied, ToolContext, ToolResult, TurnContext  # noqa: E402
+
+
+def _send(message):
+    _proto.write(json.dumps(message, ensure_ascii=False, default=str) + "\n")
+    _proto.flush()
+
+
+def _receive():
+    line = _input.readline()
+    if not line:
+        sys.exit(0)
+    return json.loads(line)
+
+
+class _Capability:
+    def __init__(self, call_id, slot_path):
+        self._id = call_id
+        self._slot_path = slot_path
+
+    def can(self, capability, *, slot_path=None):
+        _send({"op": "capability", "id": self._id, "name": str(capability),
+               "slot_path": slot_path or self._slot_path})
+        reply = _receive()
+        return bool(reply.get("allowed"))
+
+    def require(self, capability, *, slot_path=None):
+        if not self.can(capability, slot_path=slot_path):
+            raise CapabilityDenied(f"capability {capability!r} is not granted to this tool")
+
+
+class _Output:
+    """``ctx.output``: text streamed to the running turn as tool output."""
+
+    def __init__(self, call_id, stream="stdout"):
+        self._id = call_id
+        self._stream = stream
+
+    def write(self, text):
+        text = str(text)
+        if text:
+            _send({"op": "output", "id": self._id, "stream": self._stream, "text": text})
+        return len(text)
+
+    def send(self, content=None, **_ignored):
+        if content is not None:
+            self.write(content if str(content).endswith("\n") else f"{content}\n")
+        return None
+
+    def __call__(self, content=None, **kwargs):
+        return self.send(content, **kwargs)
+
+    def flush(self):
+        return None
+
+    def isatty(self):
+        return False
+
+
+_packages = {}
+
+
+def _load(tool):
+    package = _packages.get(tool["dir"])
+    if package is None:
+        package = "_demiurge_tool_%d" % len(_packages)
+        module = types.ModuleType(package)
+        # The tool folder, then the core's shared `agent/lib` (as the
+        # Python project does), so package tools' relative imports resolve.
+        module.__path__ = [tool["dir"]] + ([tool["lib"]] if tool.get("lib") else [])
+        module.__package__ = package
+        sys.modules[package] = module
+        _packages[tool["dir"]] = package
+    return importlib.import_module(package + "." + tool["module"])
+
+
+def _plain(value):
+    if isinstance(value, ToolResult):
+        return {"content": value.content, "data": value.data, "is_error": value.is_error,
+                "model_output": value.model_output, "display_output": value.display_output}
+    if isinstance(value, dict):
+        return value
+    if value is None:
+        return {"content": ""}
+    return {"content": str(value)}
+
+
+def _call(message):
+    call_id = message["id"]
+    tool = message["tool"]
+    turn = message.get("turn") or {}
+    ctx = ToolContext(
+        turn=TurnContext(
+            session_id=turn.get("session_id", ""),
+            turn_id=turn.get("turn_id", ""),
+            core_id=turn.get("core_id", ""),
+            core_revision=turn.get("core_revision", ""),
+            user_input=AgentInput(content=turn.get("user_input", "")),
+            metadata={},
+        ),
+        slot_id=tool["name"],
+        slot_path=tool["slot_path"],
+        capability=_Capability(call_id, tool["slot_path"]),
+        output=_Output(call_id),
+        workspace=message.get("workspace"),
+    )
+    saved = sys.stdout
+    sys.stdout = _Output(call_id)
+    try:
+        module = _load(tool)
+        function = getattr(module, tool["function"], None)
+        if not callable(function):
+            _send({"op": "error", "id": call_id, "kind": "entrypoint", "type": "AttributeError",
+                   "message": f"{tool['module']}:{tool['function']} is not a callable"})
+            return
+        value = function(ctx, message.get("args") or {})
+        if inspect.isawaitable(value):
+            value = asyncio.run(_awaited(value))
+        _send({"op": "result", "id": call_id, "value": _plain(value)})
+    except CapabilityDenied as exc:
+        _send({"op": "error", "id": call_id, "kind": "capability", "type": type(exc).__name__,
+               "message": str(exc)})
+    except SystemExit as exc:
+        _send({"op": "error", "id": call_id, "kind": "raised", "type": "SystemExit",
+               "message": f"the tool called exit({exc.code!r})"})
+    except BaseException as exc:  # noqa: BLE001 - every failure is the tool's result
+        _send({"op": "error", "id": call_id, "kind": "raised", "type": type(exc).__name__,
+               "message": str(exc)})
+    finally:
+        sys.stdout = saved
+
+
+async def _awaited(value):
+    return await value
+
+
+def main():
+    _send({"op": "ready", "pid": os.getpid()})
+    while True:
+        message = _receive()
+        if message.get("op") == "call":
+            _call(message)
+
+
+if __name__ == "__main__":
+    main()
