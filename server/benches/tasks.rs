@@ -73,7 +73,6 @@ async fn run(url: &str, label: &str) {
         })
         .await
         .unwrap();
-    let sid = sid.to_string();
     let events = EventLog::start(store.clone(), Hub::new(1024));
     let metrics = Arc::new(Metrics::default());
     let tasks = Tasks::new(
@@ -106,7 +105,7 @@ async fn run(url: &str, label: &str) {
         let id = tasks
             .start(
                 &scope,
-                &sid,
+                sid,
                 "bench.noop",
                 format!("noop {i}"),
                 SecretRedactor::new(),
@@ -160,7 +159,7 @@ async fn run(url: &str, label: &str) {
         let id = tasks
             .start(
                 &scope,
-                &sid,
+                sid,
                 "bench.wait",
                 "wait".into(),
                 SecretRedactor::new(),

@@ -11,8 +11,7 @@ use super::error::ErrorBody;
 use super::events::SseEvent;
 use super::{
     approvals, channels, cores, events, health, principals, providers, search, sessions, stream,
-    tasks,
-    tenant_policy, tokens, tools, turns,
+    tasks, tenant_policy, tokens, tools, turns,
 };
 use crate::wire::events::{Event, EventPayload};
 

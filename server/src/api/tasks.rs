@@ -102,14 +102,10 @@ pub async fn list_tasks(
     ApiQuery(q): ApiQuery<TaskQuery>,
 ) -> ApiResult<Json<TaskList>> {
     let session = match q.session.as_deref().filter(|s| !s.is_empty()) {
-        Some(s) => Some(super::sessions::session_id(s)?.to_string()),
+        Some(s) => Some(super::sessions::session_id(s)?),
         None => None,
     };
-    let rows = app
-        .dispatcher
-        .tasks
-        .list(&scope, session.as_deref())
-        .await?;
+    let rows = app.dispatcher.tasks.list(&scope, session).await?;
     Ok(Json(TaskList {
         items: rows.into_iter().map(Into::into).collect(),
     }))

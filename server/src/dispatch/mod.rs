@@ -61,7 +61,7 @@ impl Host for Dispatcher {
         &'a self,
         ctx: &'a CallContext,
     ) -> BoxFuture<'a, crate::error::Result<Vec<crate::store::TaskRow>>> {
-        Box::pin(self.tasks.list(&ctx.scope, Some(&ctx.session_id)))
+        Box::pin(self.tasks.list(&ctx.scope, Some(ctx.session_id)))
     }
 
     fn task<'a>(

@@ -354,7 +354,7 @@ pub struct SessionGrant<'a> {
     pub cache_key: &'a str,
     pub tenant: &'a TenantId,
     pub principal: &'a PrincipalId,
-    pub session_id: &'a str,
+    pub session_id: SessionId,
     pub requirement: Requirement,
     pub expires_at: i64,
 }
@@ -389,7 +389,7 @@ impl Store {
         .bind(g.cache_key)
         .bind(g.tenant.as_str())
         .bind(g.principal.as_str())
-        .bind(g.session_id)
+        .bind(g.session_id.to_string())
         .bind(g.requirement.as_str())
         .bind(g.expires_at)
         .bind(now)

@@ -84,7 +84,7 @@ pub struct Claimed {
 #[derive(Debug, Clone)]
 pub struct TakenOver {
     pub id: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub kind: String,
     pub summary: String,
     pub node_id: String,
@@ -204,7 +204,7 @@ impl Store {
             .map(|r| {
                 Ok(TakenOver {
                     id: r.try_get(0)?,
-                    session_id: r.try_get(1)?,
+                    session_id: id(r, "session_id")?,
                     kind: r.try_get(2)?,
                     summary: r.try_get(3)?,
                     node_id: r.try_get(4)?,
@@ -373,7 +373,7 @@ impl Store {
         &self,
         tenant: &TenantId,
         principal: &PrincipalId,
-        session_id: Option<&str>,
+        session_id: Option<SessionId>,
         limit: u32,
     ) -> Result<Vec<TaskRow>, sqlx::Error> {
         // An absent filter is a NULL parameter: one statement serves both cases.
@@ -384,7 +384,7 @@ impl Store {
         let rows = sqlx::query(&sql)
             .bind(tenant.as_str())
             .bind(principal.as_str())
-            .bind(session_id)
+            .bind(session_id.map(|s| s.to_string()))
             .bind(i64::from(limit))
             .fetch_all(self.pool())
             .await?;

@@ -129,7 +129,7 @@ pub trait CompletionSink: Send + Sync {
     fn start_completion(
         &self,
         scope: PrincipalScope,
-        session_id: String,
+        session_id: SessionId,
         input: String,
     ) -> BoxFuture<'static, std::result::Result<(), CompletionError>>;
 }
@@ -140,7 +140,7 @@ pub type Job = Box<dyn FnOnce(TaskHandle) -> BoxFuture<'static, TaskOutcome> + S
 /// A job recorded as queued, waiting for this instance's pool.
 struct Pending {
     tenant: String,
-    session: String,
+    session: SessionId,
     kind: String,
     summary: String,
     known: SecretRedactor,
@@ -509,7 +509,7 @@ impl Tasks {
                 id.clone(),
                 Pending {
                     tenant: tenant.to_owned(),
-                    session: session_id.to_owned(),
+                    session: session_id,
                     kind: kind.to_owned(),
                     summary: summary.clone(),
                     known,
@@ -654,7 +654,7 @@ impl Tasks {
             return;
         };
         let token = inner.running.insert(id.clone(), ());
-        self.updated(&p.session, &id, &p.kind, TaskStatus::Running, &p.summary)
+        self.updated(p.session, &id, &p.kind, TaskStatus::Running, &p.summary)
             .await;
         let known = Arc::new(Mutex::new(p.known));
         let handle = TaskHandle {
@@ -722,7 +722,7 @@ impl Tasks {
                 let mut groups = Vec::new();
                 for t in &lost {
                     tracing::warn!(task = %t.id, node = %t.node_id, "task lease expired; marked lost");
-                    self.updated(&t.session_id, &t.id, &t.kind, TaskStatus::Lost, &t.summary)
+                    self.updated(t.session_id, &t.id, &t.kind, TaskStatus::Lost, &t.summary)
                         .await;
                     inner.signals.send(Signal::Ended(t.id.clone())).await;
                     let stored = t
@@ -811,7 +811,7 @@ impl Tasks {
             }
         };
         let next = match sink
-            .start_completion(scope, row.session_id.clone(), completion_text(&row))
+            .start_completion(scope, row.session_id, completion_text(&row))
             .await
         {
             Ok(()) => Completion::Delivered,
@@ -842,7 +842,7 @@ impl Tasks {
     pub async fn list(
         &self,
         scope: &PrincipalScope,
-        session_id: Option<&str>,
+        session_id: Option<SessionId>,
     ) -> Result<Vec<TaskRow>> {
         Ok(self
             .inner
@@ -990,7 +990,7 @@ impl Tasks {
                 status: TaskStatus::Lost,
                 summary: None,
             });
-            self.inner.events.append(session, None, payload).await?;
+            self.inner.events.append(*session, None, payload).await?;
         }
         Ok(lost.len())
     }
@@ -1015,7 +1015,7 @@ mod tests {
         TaskRow {
             id: "task_01".into(),
             tenant_id: "acme".into(),
-            session_id: "s".into(),
+            session_id: SessionId::new(),
             principal_id: "alice".into(),
             owner_role: "member".into(),
             node_id: "n1".into(),

@@ -14,7 +14,7 @@ fn row(id: &str, kind: &str, status: TaskStatus) -> TaskRow {
     TaskRow {
         id: id.into(),
         tenant_id: "t1".into(),
-        session_id: "s1".into(),
+        session_id: crate::ids::SessionId::new(),
         principal_id: "p1".into(),
         owner_role: "member".into(),
         node_id: "n".into(),

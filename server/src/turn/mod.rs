@@ -30,8 +30,8 @@ use crate::metrics::Metrics;
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::running::RunningWork;
 use crate::store::{SessionRow, StartTurn, Store, TurnFinish, TurnRow, TurnStatus};
-use crate::wire::events::{self, EventPayload};
 use crate::tasks::{CompletionError, CompletionSink, Signal};
+use crate::wire::events::{self, EventPayload};
 use provider::{ModelRequest, Provider};
 use script::ScriptStep;
 
@@ -697,7 +697,8 @@ impl TurnService {
         tools: &[Value],
     ) -> Result<Vec<Value>, sqlx::Error> {
         let inner = &self.inner;
-        let sid = ctx.session.id.as_str();
+        let sid = ctx.session.id.to_string();
+        let sid = sid.as_str();
         let window = core
             .model
             .context_window()
@@ -1038,14 +1039,12 @@ impl CompletionSink for TurnService {
     fn start_completion(
         &self,
         scope: PrincipalScope,
-        session_id: String,
+        session_id: SessionId,
         input: String,
     ) -> BoxFuture<'static, std::result::Result<(), CompletionError>> {
         let this = self.clone();
         Box::pin(async move {
-            let sid =
-                SessionId::parse(&session_id).map_err(|e| CompletionError::Gone(e.to_string()))?;
-            match this.start(&scope, sid, input, None).await {
+            match this.start(&scope, session_id, input, None).await {
                 Ok(_) => Ok(()),
                 Err(Error::Conflict(_)) => Err(CompletionError::Busy),
                 Err(e) => Err(CompletionError::Gone(e.to_string())),
