@@ -8,6 +8,7 @@
 //   ARTIFACTS     folder for screenshots and measurements
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { chromium } from "playwright-core";
@@ -310,6 +311,57 @@ test("cores: a breaking edit is refused with the loader's error, a good one is a
   // The file reads back as saved.
   await page.getByRole("button", { name: "Open agent.yaml" }).click();
   assert.ok((await box.inputValue()).endsWith("# edited from the console\n"));
+});
+
+test("channels: add a Slack account, see a pairing request arrive, refuse a wrong code, delete", async () => {
+  await page.getByRole("link", { name: "Channels" }).click();
+  await page.getByRole("heading", { name: "Channels", exact: true }).waitFor();
+  await page.getByRole("combobox", { name: "Platform" }).selectOption("slack");
+  await page.getByRole("textbox", { name: "Name", exact: true }).fill("e2e-slack");
+  const signing = "e2e-signing-secret";
+  await page.getByLabel("Bot token").fill("xoxb-e2e-not-real");
+  await page.getByLabel("Signing secret").fill(signing);
+  await page.getByRole("button", { name: "Add account" }).click();
+  await page.getByRole("status").filter({ hasText: "e2e-slack added" }).waitFor();
+  const row = page.getByRole("row").filter({ hasText: "e2e-slack" });
+  const webhookPath = (await row.locator("code").textContent()).trim();
+  assert.match(webhookPath, /^\/v1\/channels\/slack\//);
+  // The credential fields are cleared; the secret is nowhere on the page.
+  assert.equal(await page.getByLabel("Signing secret").inputValue(), "");
+  assert.equal(await page.getByText(signing).count(), 0);
+  // An unknown Slack user writes to the bot: a signed Events API request.
+  const body = JSON.stringify({
+    type: "event_callback",
+    event_id: "Ev" + Date.now(),
+    event: { type: "message", user: "U0E2E", text: "hello", channel: "D0E2E", channel_type: "im", ts: "1700000000.000100" },
+  });
+  const ts = String(Math.floor(Date.now() / 1000));
+  const sig = "v0=" + crypto.createHmac("sha256", signing).update(`v0:${ts}:${body}`).digest("hex");
+  const res = await fetch(BASE + webhookPath, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-slack-request-timestamp": ts, "x-slack-signature": sig },
+    body,
+  });
+  assert.equal(res.status, 200);
+  // The operator sees the request (never its code) and a wrong code is refused.
+  await page.getByRole("button", { name: "Pairing requests of e2e-slack" }).click();
+  const pairings = page.locator("#pairings-list");
+  for (let i = 0; i < 50 && !(await pairings.getByText("U0E2E").count()); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    await page.getByRole("button", { name: "Pairing requests of e2e-slack" }).click();
+  }
+  await pairings.getByText("U0E2E").waitFor();
+  await page.getByRole("textbox", { name: "Pairing code" }).fill("AAAAAAAA");
+  await page.getByRole("button", { name: "Approve pairing" }).click();
+  await page.locator("#pair-status.error").waitFor();
+  await shot("13-channels");
+  // Delete (confirmed): the row goes, the webhook stops answering.
+  page.once("dialog", (d) => d.accept());
+  await page.getByRole("button", { name: "Delete account e2e-slack" }).click();
+  await page.getByRole("status").filter({ hasText: "e2e-slack deleted" }).waitFor();
+  assert.equal(await page.getByRole("row").filter({ hasText: "e2e-slack" }).count(), 0);
+  const gone = await fetch(BASE + webhookPath, { method: "POST", headers: { "content-type": "application/json" }, body });
+  assert.equal(gone.status, 401, "a deleted account verifies nothing");
 });
 
 test("admin: issue a token, revoke it, disable and enable a principal", async () => {

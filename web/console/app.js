@@ -55,6 +55,7 @@ async function signIn(token) {
   $("views").hidden = false;
   $("signout").hidden = false;
   $("nav-principals").hidden = claims().role !== "admin";
+  $("nav-channels").hidden = claims().role === "member";
   refreshApprovalCount();
   route();
 }
@@ -204,6 +205,7 @@ function route() {
   else if (parts[0] === "tasks") view = "tasks";
   else if (parts[0] === "tools") view = "tools";
   else if (parts[0] === "principals") view = "principals";
+  else if (parts[0] === "channels") view = "channels";
   else if (parts[0] === "cores") {
     view = "cores";
     state.core = parts[1] ? decodeURIComponent(parts[1]) : state.core || null;
@@ -214,14 +216,14 @@ function route() {
 
 function show(view) {
   state.view = view;
-  for (const v of ["empty", "session", "approvals", "tasks", "tools", "principals", "cores"]) $("view-" + v).hidden = v !== view;
+  for (const v of ["empty", "session", "approvals", "tasks", "tools", "principals", "channels", "cores"]) $("view-" + v).hidden = v !== view;
   if (view === "session" && !state.current) $("view-empty").hidden = false;
   const base = state.current ? "#/s/" + state.current : "#/";
   $("nav-session").href = base;
   $("nav-tasks").href = state.current ? base + "/tasks" : "#/tasks";
   $("nav-tools").href = state.current ? base + "/tools" : "#/tools";
-  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools", principals: "nav-principals", cores: "nav-cores" };
-  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools", "nav-principals", "nav-cores"]) {
+  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools", principals: "nav-principals", channels: "nav-channels", cores: "nav-cores" };
+  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools", "nav-principals", "nav-channels", "nav-cores"]) {
     if (navFor[view] === id) $(id).setAttribute("aria-current", "page");
     else $(id).removeAttribute("aria-current");
   }
@@ -231,6 +233,7 @@ function show(view) {
   else if (view === "tasks") poll(loadTasks);
   else if (view === "tools") loadTools();
   else if (view === "principals") loadPrincipals();
+  else if (view === "channels") loadChannels();
   else if (view === "cores") loadCores();
 }
 
@@ -781,6 +784,144 @@ async function issueToken() {
   }
 }
 
+// ---------------------------------------------------------------- channels
+
+/** The credential fields each platform takes (CONTRACT.md, channel accounts). */
+const CREDENTIALS = {
+  telegram: [["bot_token", "Bot token"], ["secret_token", "Webhook secret token"]],
+  slack: [["bot_token", "Bot token"], ["signing_secret", "Signing secret"]],
+  discord: [["application_id", "Application id"], ["public_key", "Public key"], ["bot_token", "Bot token"]],
+  webhook: [["secret", "Signing secret"], ["callback_url", "Callback URL"]],
+};
+
+function credentialFields() {
+  const platform = $("account-platform").value;
+  const fs = $("account-credentials");
+  const rows = [h("legend", { text: "Credentials" })];
+  for (const [key, label] of CREDENTIALS[platform]) {
+    const id = "cred-" + key;
+    rows.push(h("label", { for: id, text: label }));
+    rows.push(h("input", { id, type: key === "callback_url" ? "url" : "password", required: "", autocomplete: "off", spellcheck: "false", dataset: { key } }));
+  }
+  fs.replaceChildren(...rows);
+  $("account-base").disabled = platform === "webhook";
+}
+
+async function loadChannels() {
+  if (!$("account-credentials").querySelector("input")) credentialFields();
+  const body = $("accounts-list");
+  let r;
+  try {
+    r = await api("GET", "/v1/channels/accounts");
+  } catch (e) {
+    body.textContent = "";
+    say($("channels-status"), e instanceof ApiError && e.status === 403 ? "Managing chat accounts needs the operator or admin role." : errorText(e), true);
+    return;
+  }
+  if ($("channels-status").classList.contains("error")) say($("channels-status"), "");
+  body.replaceChildren(...r.items.map(accountRow));
+  if (!r.items.length) body.append(h("tr", null, h("td.muted", { colspan: "5", text: "No chat accounts yet." })));
+  if (state.pairingAccount && !r.items.some((a) => a.id === state.pairingAccount.id)) {
+    state.pairingAccount = null;
+    $("pairings").hidden = true;
+  }
+}
+
+function accountRow(a) {
+  const st = a.status || {};
+  const delivery = [];
+  if (st.last_inbound_at) delivery.push("in " + time(st.last_inbound_at));
+  if (st.last_delivery_at) delivery.push("out " + time(st.last_delivery_at));
+  if (st.pending_outbox) delivery.push(`${st.pending_outbox} waiting`);
+  const health = st.last_error ? badge("failed") : badge(st.last_inbound_at ? "active" : "idle");
+  return h(
+    "tr",
+    { dataset: { account: a.id } },
+    h("th", { scope: "row" }, a.name, h("div.muted.small", { text: `core ${a.core} · ${a.allowed_users.length} allowed` })),
+    h("td", { text: a.platform }),
+    h("td", null, h("code.small", { text: a.webhook_path })),
+    h("td.small", null, health, " ", delivery.join(" · ") || "nothing yet", st.last_error ? h("div.error.small", { text: st.last_error }) : null),
+    h(
+      "td.actions",
+      null,
+      h("button", { type: "button", text: "Pairings", "aria-label": `Pairing requests of ${a.name}`, onclick: () => openPairings(a) }),
+      h("button", {
+        type: "button",
+        text: "Delete",
+        class: "danger",
+        "aria-label": `Delete account ${a.name}`,
+        onclick: async (e) => {
+          if (!confirm(`Delete the chat account ${a.name}? Its webhook stops answering.`)) return;
+          e.currentTarget.disabled = true;
+          try {
+            await api("DELETE", "/v1/channels/accounts/" + encodeURIComponent(a.id));
+            say($("channels-status"), `${a.name} deleted.`);
+          } catch (err) {
+            say($("channels-status"), errorText(err), true);
+          }
+          loadChannels();
+        },
+      }),
+    ),
+  );
+}
+
+async function addAccount() {
+  const platform = $("account-platform").value;
+  const credentials = {};
+  for (const input of $("account-credentials").querySelectorAll("input")) credentials[input.dataset.key] = input.value;
+  const body = { platform, name: $("account-name").value.trim(), credentials };
+  const core = $("account-core").value.trim();
+  if (core) body.core = core;
+  const users = $("account-users").value.split(",").map((u) => u.trim()).filter(Boolean);
+  if (users.length) body.allowed_users = users;
+  const base = $("account-base").value.trim();
+  if (base && platform !== "webhook") body.api_base_url = base;
+  say($("account-status"), "");
+  try {
+    const a = await api("POST", "/v1/channels/accounts", body);
+    say($("account-status"), `${a.name} added: register ${a.webhook_path} with ${a.platform}.`);
+    $("account-form").reset();
+    credentialFields();
+    loadChannels();
+  } catch (e) {
+    say($("account-status"), errorText(e), true);
+  }
+}
+
+async function openPairings(a) {
+  state.pairingAccount = a;
+  $("pairings").hidden = false;
+  $("pairings-h").textContent = `Pairing requests of ${a.name}`;
+  say($("pair-status"), "");
+  const list = $("pairings-list");
+  try {
+    const r = await api("GET", `/v1/channels/accounts/${encodeURIComponent(a.id)}/pairings`);
+    list.replaceChildren(
+      ...r.items.map((p) =>
+        h("li", null, h("code", { text: p.platform_user }), " ", badge(p.state), h("span.muted.small", { text: ` asked ${time(p.created_at)} · expires ${time(p.expires_at)}` })),
+      ),
+    );
+    if (!r.items.length) list.append(h("li.muted", { text: "No pending requests." }));
+  } catch (e) {
+    list.replaceChildren(h("li.error", { text: errorText(e) }));
+  }
+  $("pair-code").focus();
+}
+
+async function approvePairing() {
+  const a = state.pairingAccount;
+  if (!a) return;
+  try {
+    const r = await api("POST", `/v1/channels/accounts/${encodeURIComponent(a.id)}/pairings`, { code: $("pair-code").value.trim() });
+    $("pair-code").value = "";
+    await openPairings(a);
+    say($("pair-status"), `${r.platform_user} paired as ${r.principal}.`);
+  } catch (e) {
+    say($("pair-status"), errorText(e), true);
+  }
+}
+
 // ---------------------------------------------------------------- cores
 
 const enc = (p) => p.split("/").map(encodeURIComponent).join("/");
@@ -1035,6 +1176,15 @@ function init() {
   $("issue-form").addEventListener("submit", (e) => {
     e.preventDefault();
     issueToken();
+  });
+  $("account-platform").addEventListener("change", credentialFields);
+  $("account-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    addAccount();
+  });
+  $("pair-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    approvePairing();
   });
   $("new-session").addEventListener("submit", async (e) => {
     e.preventDefault();

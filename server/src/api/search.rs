@@ -29,12 +29,12 @@ pub struct SearchQuery {
     /// Most results, 1 to 100 (default 20).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
-    /// Where the page starts: a previous answer's `next_cursor`.
-    #[param(pattern = "^[0-9]{1,6}$")]
+    /// Where the page starts: a previous answer's `next_cursor` (empty: the first page).
+    #[param(pattern = "^[0-9]{0,6}$")]
     pub cursor: Option<String>,
     /// `own` (default): the caller's sessions. `tenant`: every session of the
     /// tenant, for operators and admins with a `reason`, which is audited.
-    #[param(pattern = "^(own|tenant)$")]
+    #[param(pattern = "^(|own|tenant)$")]
     pub scope: Option<String>,
     /// Why an operator searches the tenant (required with `scope=tenant`).
     #[param(max_length = 500)]
@@ -184,8 +184,9 @@ pub async fn search(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
-    /// Records older than this cursor (a previous answer's `next_cursor`).
-    #[param(pattern = "^[0-9]{1,18}$")]
+    /// Records older than this cursor (a previous answer's `next_cursor`;
+    /// empty: the newest).
+    #[param(pattern = "^[0-9]{0,18}$")]
     pub cursor: Option<String>,
     /// Most records, 1 to 200 (default 50).
     #[param(minimum = 1, maximum = 200)]
