@@ -164,6 +164,7 @@ impl Application {
             },
         );
         tasks.set_completions(Arc::new(turns.clone()));
+        tasks.set_children(Arc::new(turns.clone()));
         let first_start = crate::bootstrap::default_tenant(&store).await?;
         cores
             .ensure_seeded(&crate::ids::TenantId::parse(

@@ -9,6 +9,7 @@ mod authored;
 mod authority;
 mod channels;
 mod cores;
+mod delegation;
 mod effects;
 mod helpers;
 mod history;

@@ -75,6 +75,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "task_status",
     "task_control",
     "yield_until",
+    "delegate_task",
 ];
 
 /// What the authored-tool runner needs to call one authored tool.
@@ -302,6 +303,31 @@ impl ResolvedCatalog {
 
     pub fn grants(&self) -> &CapabilityGrants {
         &self.grants
+    }
+
+    /// The core this catalog was built for.
+    pub fn core_id(&self) -> &str {
+        &self.core_id
+    }
+
+    /// This catalog with only the entries `keep` accepts (a child agent's
+    /// narrowed tools). Dropped tools are left out entirely, as if the core
+    /// had never declared them; the fingerprint changes with the selection,
+    /// so approvals cached for the full catalog never cover the narrowed one.
+    pub fn narrowed(&self, keep: impl Fn(&ResolvedEntry) -> bool) -> Self {
+        let mut out = self.clone();
+        out.entries.retain(|e| keep(e));
+        out.definitions = out
+            .entries
+            .iter()
+            .map(|e| {
+                json!({"type": "function", "function": {
+                    "name": e.name, "description": e.description, "parameters": e.input_schema}})
+            })
+            .collect();
+        let names: Vec<&str> = out.entries.iter().map(|e| e.name.as_str()).collect();
+        out.fingerprint = format!("{}+only:{}", self.fingerprint, names.join(","));
+        out
     }
 
     pub fn fingerprint(&self) -> &str {

@@ -53,6 +53,10 @@ impl Host for Dispatcher {
         ))
     }
 
+    fn children(&self) -> Option<Arc<dyn crate::tasks::children::ChildRunner>> {
+        self.tasks.children()
+    }
+
     fn background_over_cap(&self, scope: &PrincipalScope) -> Option<String> {
         self.tasks.over_cap(scope)
     }
@@ -310,6 +314,10 @@ impl Dispatcher {
             "task_status" => self.drive::<task_tools::TaskStatusTool>(&env).await,
             "task_control" => self.drive::<task_tools::TaskControl>(&env).await,
             "yield_until" => self.drive::<task_tools::YieldUntil>(&env).await,
+            "delegate_task" => {
+                self.drive::<crate::tools::delegate::DelegateTask>(&env)
+                    .await
+            }
             _ if entry.authored.is_some() => {
                 self.drive::<crate::authored::AuthoredCall>(&env).await
             }

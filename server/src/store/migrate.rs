@@ -84,6 +84,12 @@ const MIGRATIONS: &[Embedded] = &[
         postgres: include_str!("../../../migrations/postgres/0011_session_grants.sql"),
     },
     Embedded {
+        version: 12,
+        name: "session_lineage",
+        sqlite: include_str!("../../../migrations/sqlite/0012_session_lineage.sql"),
+        postgres: include_str!("../../../migrations/postgres/0012_session_lineage.sql"),
+    },
+    Embedded {
         version: 30,
         name: "channels",
         sqlite: include_str!("../../../migrations/sqlite/0030_channels.sql"),

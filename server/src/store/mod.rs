@@ -6,6 +6,7 @@ mod approvals;
 mod channels;
 mod events;
 mod history;
+mod lineage;
 mod messages;
 mod migrate;
 mod provider_keys;

@@ -31,6 +31,7 @@
 //! call's arguments) and its result (the durable view of the same
 //! [`SecretRedactor`] views foreground results get) pass the redactor first.
 
+pub mod children;
 pub mod signals;
 
 use std::collections::HashMap;
@@ -165,6 +166,7 @@ struct Inner {
     wake: Notify,
     signals: Signals,
     completions: OnceLock<Arc<dyn CompletionSink>>,
+    children: OnceLock<Arc<dyn children::ChildRunner>>,
     boot_id: Option<String>,
 }
 
@@ -424,6 +426,7 @@ impl Tasks {
                 wake: Notify::new(),
                 signals,
                 completions: OnceLock::new(),
+                children: OnceLock::new(),
                 boot_id: crate::exec::boot_id(),
             }),
         }
@@ -438,6 +441,16 @@ impl Tasks {
     /// Where completion turns start; set once at start-up.
     pub fn set_completions(&self, sink: Arc<dyn CompletionSink>) {
         let _ = self.inner.completions.set(sink);
+    }
+
+    /// Where child agents run (the turn service); set once at start-up.
+    pub fn set_children(&self, runner: Arc<dyn children::ChildRunner>) {
+        let _ = self.inner.children.set(runner);
+    }
+
+    /// The child-agent runner, once set.
+    pub fn children(&self) -> Option<Arc<dyn children::ChildRunner>> {
+        self.inner.children.get().cloned()
     }
 
     fn queued(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
