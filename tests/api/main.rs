@@ -20,6 +20,7 @@ mod openai;
 mod operations;
 mod protection;
 mod runtime;
+mod schedules;
 mod sessions;
 mod streams;
 mod tasks;

@@ -76,6 +76,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "task_control",
     "yield_until",
     "delegate_task",
+    "schedule_manage",
 ];
 
 /// What the authored-tool runner needs to call one authored tool.
@@ -564,9 +565,26 @@ mod tests {
 
     #[test]
     fn tools_without_adapters_are_listed_as_unavailable() {
-        let c = ResolvedCatalog::build(&input(&["read_file", "schedule_manage"]));
-        assert!(c.resolve("schedule_manage").is_none());
-        assert_eq!(c.listing()["unavailable"], json!(["schedule_manage"]));
+        let c = ResolvedCatalog::build(&input(&["read_file", "evolve_core"]));
+        assert!(c.resolve("evolve_core").is_none());
+        assert_eq!(c.listing()["unavailable"], json!(["evolve_core"]));
+    }
+
+    #[test]
+    fn a_narrowed_catalog_keeps_only_what_it_is_told() {
+        let c = ResolvedCatalog::build(&input(&["read_file", "write_file", "todo"]));
+        let n = c.narrowed(|e| e.name != "write_file");
+        assert!(n.resolve("write_file").is_none());
+        assert!(n.resolve("read_file").is_some() && n.resolve("todo").is_some());
+        let defs: Vec<&str> = n
+            .definitions()
+            .iter()
+            .map(|d| d["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(defs, ["read_file", "todo"]);
+        assert_ne!(n.fingerprint(), c.fingerprint());
+        assert_ne!(c.narrowed(|_| false).fingerprint(), n.fingerprint());
+        assert_eq!(n.core_id(), c.core_id());
     }
 
     #[test]

@@ -90,6 +90,12 @@ const MIGRATIONS: &[Embedded] = &[
         postgres: include_str!("../../../migrations/postgres/0012_session_lineage.sql"),
     },
     Embedded {
+        version: 13,
+        name: "schedules",
+        sqlite: include_str!("../../../migrations/sqlite/0013_schedules.sql"),
+        postgres: include_str!("../../../migrations/postgres/0013_schedules.sql"),
+    },
+    Embedded {
         version: 30,
         name: "channels",
         sqlite: include_str!("../../../migrations/sqlite/0030_channels.sql"),

@@ -32,6 +32,8 @@
 //! [`SecretRedactor`] views foreground results get) pass the redactor first.
 
 pub mod children;
+pub mod schedule_spec;
+pub mod schedules;
 pub mod signals;
 
 use std::collections::HashMap;
@@ -92,6 +94,8 @@ pub struct TaskSettings {
     pub workers: usize,
     /// A lease's lifetime without renewal.
     pub lease: Duration,
+    /// Schedules' limits.
+    pub schedules: schedules::ScheduleSettings,
 }
 
 /// How a task is started, besides its job.
@@ -167,6 +171,7 @@ struct Inner {
     signals: Signals,
     completions: OnceLock<Arc<dyn CompletionSink>>,
     children: OnceLock<Arc<dyn children::ChildRunner>>,
+    schedules: schedules::Schedules,
     boot_id: Option<String>,
 }
 
@@ -413,6 +418,7 @@ impl Tasks {
         metrics: Arc<Metrics>,
     ) -> Self {
         let signals = Signals::new(store.clone());
+        let schedules = schedules::Schedules::new(store.clone(), settings.schedules);
         Self {
             inner: Arc::new(Inner {
                 store,
@@ -427,6 +433,7 @@ impl Tasks {
                 signals,
                 completions: OnceLock::new(),
                 children: OnceLock::new(),
+                schedules,
                 boot_id: crate::exec::boot_id(),
             }),
         }
@@ -440,7 +447,13 @@ impl Tasks {
 
     /// Where completion turns start; set once at start-up.
     pub fn set_completions(&self, sink: Arc<dyn CompletionSink>) {
+        self.inner.schedules.set_sink(sink.clone());
         let _ = self.inner.completions.set(sink);
+    }
+
+    /// Schedules and their scheduler (runs start like completion turns).
+    pub fn schedules(&self) -> &schedules::Schedules {
+        &self.inner.schedules
     }
 
     /// Where child agents run (the turn service); set once at start-up.

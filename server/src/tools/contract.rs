@@ -253,6 +253,9 @@ pub trait Host: Send + Sync {
     /// Where child agents run; `None` when this host cannot run them.
     fn children(&self) -> Option<Arc<dyn crate::tasks::children::ChildRunner>>;
 
+    /// The schedules service; `None` when this host has none.
+    fn schedules(&self) -> Option<crate::tasks::schedules::Schedules>;
+
     /// Why a background task of this principal would be refused now.
     fn background_over_cap(&self, scope: &PrincipalScope) -> Option<String>;
 
@@ -381,6 +384,9 @@ pub(crate) mod testing {
             Box::pin(async { Err(crate::tasks::StartError::Limit("test host".into())) })
         }
         fn children(&self) -> Option<Arc<dyn crate::tasks::children::ChildRunner>> {
+            None
+        }
+        fn schedules(&self) -> Option<crate::tasks::schedules::Schedules> {
             None
         }
         fn background_over_cap(&self, _: &PrincipalScope) -> Option<String> {

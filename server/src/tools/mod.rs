@@ -10,6 +10,7 @@ pub mod contract;
 pub mod delegate;
 pub mod files;
 pub mod history;
+pub mod schedule;
 pub mod search;
 pub mod skills;
 pub mod task_tools;
