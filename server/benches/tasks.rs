@@ -85,6 +85,10 @@ async fn run(url: &str, label: &str) {
             max_queued_per_tenant: 100_000,
             workers: 64,
             lease: Duration::from_secs(30),
+            schedules: demiurge::tasks::schedules::ScheduleSettings {
+                min_interval: Duration::from_secs(60),
+                max_per_tenant: 100,
+            },
         },
         demiurge::exec::StorageQuota::new(1 << 20, 1 << 30),
         metrics,

@@ -310,6 +310,13 @@ pub struct ServeArgs {
     /// of it); a task whose instance stops renewing is taken over as `lost`.
     #[arg(long, env = "DEMIURGE_TASK_LEASE", default_value = "15s")]
     pub task_lease: String,
+    /// The shortest time between two runs of one schedule (`schedule_manage`),
+    /// at least 1s.
+    #[arg(long, env = "DEMIURGE_SCHEDULE_MIN_INTERVAL", default_value = "60s")]
+    pub schedule_min_interval: String,
+    /// Schedules one tenant may have.
+    #[arg(long, env = "DEMIURGE_MAX_SCHEDULES_TENANT", default_value_t = 100)]
+    pub max_schedules_tenant: usize,
     /// How long a client may take to send a request's headers (also an idle
     /// keep-alive connection's next request), e.g. `10s`.
     #[arg(long, env = "DEMIURGE_HEADER_READ_TIMEOUT", default_value = "10s")]

@@ -167,6 +167,10 @@ pub struct ProtectionConfig {
     pub task_workers: usize,
     /// A task lease's lifetime without renewal.
     pub task_lease: Duration,
+    /// The shortest time between two runs of one schedule.
+    pub schedule_min_interval: Duration,
+    /// Schedules per tenant.
+    pub max_schedules_tenant: usize,
     /// Time allowed for a request's headers (and between keep-alive requests).
     pub header_read_timeout: Duration,
     /// Open HTTP connections served at once.
@@ -183,6 +187,8 @@ impl Default for ProtectionConfig {
             max_queued_tasks_tenant: 1000,
             task_workers: 64,
             task_lease: Duration::from_secs(15),
+            schedule_min_interval: Duration::from_secs(60),
+            max_schedules_tenant: 100,
             header_read_timeout: Duration::from_secs(10),
             max_connections: 4096,
         }
@@ -249,6 +255,18 @@ impl ProtectionConfig {
         if task_lease < Duration::from_secs(1) {
             return Err(ConfigError("--task-lease must be at least 1s".into()));
         }
+        let schedule_min_interval =
+            parse_duration("--schedule-min-interval", &serve.schedule_min_interval)?;
+        if schedule_min_interval < Duration::from_secs(1) {
+            return Err(ConfigError(
+                "--schedule-min-interval must be at least 1s".into(),
+            ));
+        }
+        if serve.max_schedules_tenant == 0 {
+            return Err(ConfigError(
+                "--max-schedules-tenant must be at least 1".into(),
+            ));
+        }
         let header_read_timeout =
             parse_duration("--header-read-timeout", &serve.header_read_timeout)?;
         if header_read_timeout.is_zero() {
@@ -265,6 +283,8 @@ impl ProtectionConfig {
             max_queued_tasks_tenant: serve.max_queued_tasks_tenant,
             task_workers: serve.task_workers,
             task_lease,
+            schedule_min_interval,
+            max_schedules_tenant: serve.max_schedules_tenant,
             header_read_timeout,
             max_connections: serve.max_connections,
         })

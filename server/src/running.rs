@@ -124,6 +124,19 @@ where
         true
     }
 
+    /// Wait until the work of `key` ends (at once if it is not running here).
+    pub async fn wait(&self, key: &K) {
+        let done = match self.entries().get(key) {
+            Some(e) => e.done.clone(),
+            None => return,
+        };
+        // Created before the check: a `notify_waiters` after it still wakes us.
+        let ended = done.notified();
+        if self.contains(key) {
+            ended.await;
+        }
+    }
+
     /// Cancel everything (after `before` has seen each item's metadata) and
     /// wait up to `grace` for all tracked work to end.
     pub async fn shutdown(&self, before: impl Fn(&M), grace: Duration) {
@@ -167,6 +180,30 @@ mod tests {
         assert!(work.cancel(&1, |_| {}, Duration::from_secs(5)).await);
         assert!(!work.contains(&1), "cancel waited for the end");
         assert!(!work.cancel(&1, |_| {}, Duration::from_secs(5)).await);
+    }
+
+    #[tokio::test]
+    async fn wait_returns_when_the_work_ends() {
+        let work: RunningWork<u32, ()> = RunningWork::default();
+        work.wait(&7).await; // Not running: at once.
+        let token = work.insert(7, ());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        work.spawn(7, async move {
+            let _ = rx.await;
+            drop(token);
+        });
+        let waiter = {
+            let work = work.clone();
+            tokio::spawn(async move { work.wait(&7).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished());
+        tx.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("woken")
+            .unwrap();
+        assert!(!work.contains(&7));
     }
 
     #[tokio::test]

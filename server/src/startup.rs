@@ -134,6 +134,10 @@ impl Application {
                 max_queued_per_tenant: config.protection.max_queued_tasks_tenant,
                 workers: config.protection.task_workers,
                 lease: config.protection.task_lease,
+                schedules: crate::tasks::schedules::ScheduleSettings {
+                    min_interval: config.protection.schedule_min_interval,
+                    max_per_tenant: config.protection.max_schedules_tenant,
+                },
             },
             quota.clone(),
             metrics.clone(),
@@ -164,6 +168,7 @@ impl Application {
             },
         );
         tasks.set_completions(Arc::new(turns.clone()));
+        tasks.set_children(Arc::new(turns.clone()));
         let first_start = crate::bootstrap::default_tenant(&store).await?;
         cores
             .ensure_seeded(&crate::ids::TenantId::parse(
@@ -288,6 +293,7 @@ impl Application {
             .await
             .context("start chat channel delivery")?;
         app.dispatcher.tasks.start_pool(app.shutdown.clone());
+        app.dispatcher.tasks.schedules().start(app.shutdown.clone());
         app.turns.follow_cancels(app.shutdown.clone());
         // Orphans of tenants' commands are reaped here, not left to init.
         crate::exec::reaper::start(app.shutdown.clone());

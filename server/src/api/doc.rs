@@ -10,8 +10,8 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::SseEvent;
 use super::{
-    approvals, channels, cores, events, health, principals, providers, search, sessions, stream,
-    tasks, tenant_policy, tokens, tools, turns,
+    approvals, channels, cores, events, health, principals, providers, schedules, search, sessions,
+    stream, tasks, tenant_policy, tokens, tools, turns,
 };
 use crate::wire::events::{Event, EventPayload};
 
@@ -27,7 +27,8 @@ use crate::wire::events::{Event, EventPayload};
         tools::list_tools, turns::call_tool,
         approvals::list_approvals, approvals::decide_approval, approvals::answer_clarification,
         approvals::revoke_session_grants,
-        tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs, search::search, search::list_audit,
+        tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs,
+        schedules::list_schedules, schedules::get_schedule, schedules::delete_schedule, search::search, search::list_audit,
         tokens::issue_token, tokens::revoke_tokens,
         principals::list_principals, principals::disable_principal, principals::enable_principal,
         tenant_policy::get_tenant_policy, tenant_policy::put_tenant_policy,
@@ -40,7 +41,7 @@ use crate::wire::events::{Event, EventPayload};
     ),
     components(schemas(ErrorBody, Event, EventPayload, SseEvent)),
     modifiers(&BearerAuth, &SharedResponses),
-    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "tokens"), (name = "tenant"), (name = "channels"), (name = "cores"), (name = "operations"))
+    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "schedules"), (name = "tokens"), (name = "tenant"), (name = "channels"), (name = "cores"), (name = "operations"))
 )]
 pub struct ApiDoc;
 

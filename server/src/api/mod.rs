@@ -12,6 +12,7 @@ pub mod extract;
 pub mod health;
 pub mod principals;
 pub mod providers;
+pub mod schedules;
 pub mod search;
 pub mod sessions;
 pub mod stream;
@@ -66,6 +67,11 @@ pub fn router(app: SharedApp) -> Router {
         )
         .route("/v1/search", get(search::search))
         .route("/v1/audit", get(search::list_audit))
+        .route("/v1/schedules", get(schedules::list_schedules))
+        .route(
+            "/v1/schedules/{id}",
+            get(schedules::get_schedule).delete(schedules::delete_schedule),
+        )
         .route("/v1/tasks", get(tasks::list_tasks))
         .route("/v1/tasks/{id}", get(tasks::get_task))
         .route("/v1/tasks/{id}/cancel", post(tasks::cancel_task))

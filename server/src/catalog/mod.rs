@@ -75,6 +75,8 @@ pub const IMPLEMENTED: &[&str] = &[
     "task_status",
     "task_control",
     "yield_until",
+    "delegate_task",
+    "schedule_manage",
 ];
 
 /// What the authored-tool runner needs to call one authored tool.
@@ -302,6 +304,31 @@ impl ResolvedCatalog {
 
     pub fn grants(&self) -> &CapabilityGrants {
         &self.grants
+    }
+
+    /// The core this catalog was built for.
+    pub fn core_id(&self) -> &str {
+        &self.core_id
+    }
+
+    /// This catalog with only the entries `keep` accepts (a child agent's
+    /// narrowed tools). Dropped tools are left out entirely, as if the core
+    /// had never declared them; the fingerprint changes with the selection,
+    /// so approvals cached for the full catalog never cover the narrowed one.
+    pub fn narrowed(&self, keep: impl Fn(&ResolvedEntry) -> bool) -> Self {
+        let mut out = self.clone();
+        out.entries.retain(|e| keep(e));
+        out.definitions = out
+            .entries
+            .iter()
+            .map(|e| {
+                json!({"type": "function", "function": {
+                    "name": e.name, "description": e.description, "parameters": e.input_schema}})
+            })
+            .collect();
+        let names: Vec<&str> = out.entries.iter().map(|e| e.name.as_str()).collect();
+        out.fingerprint = format!("{}+only:{}", self.fingerprint, names.join(","));
+        out
     }
 
     pub fn fingerprint(&self) -> &str {
@@ -538,9 +565,26 @@ mod tests {
 
     #[test]
     fn tools_without_adapters_are_listed_as_unavailable() {
-        let c = ResolvedCatalog::build(&input(&["read_file", "schedule_manage"]));
-        assert!(c.resolve("schedule_manage").is_none());
-        assert_eq!(c.listing()["unavailable"], json!(["schedule_manage"]));
+        let c = ResolvedCatalog::build(&input(&["read_file", "evolve_core"]));
+        assert!(c.resolve("evolve_core").is_none());
+        assert_eq!(c.listing()["unavailable"], json!(["evolve_core"]));
+    }
+
+    #[test]
+    fn a_narrowed_catalog_keeps_only_what_it_is_told() {
+        let c = ResolvedCatalog::build(&input(&["read_file", "write_file", "todo"]));
+        let n = c.narrowed(|e| e.name != "write_file");
+        assert!(n.resolve("write_file").is_none());
+        assert!(n.resolve("read_file").is_some() && n.resolve("todo").is_some());
+        let defs: Vec<&str> = n
+            .definitions()
+            .iter()
+            .map(|d| d["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(defs, ["read_file", "todo"]);
+        assert_ne!(n.fingerprint(), c.fingerprint());
+        assert_ne!(c.narrowed(|_| false).fingerprint(), n.fingerprint());
+        assert_eq!(n.core_id(), c.core_id());
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub struct CoreView {
     pub max_model_steps: u32,
     /// Skills of the core: (id, absolute path of its markdown file).
     pub skills: Vec<(String, std::path::PathBuf)>,
+    /// Slot ids of the input and output pipelines (serial, then parallel).
+    pub input_slots: Vec<String>,
+    pub output_slots: Vec<String>,
 }
 
 /// Which provider and model a core's turns use, and with what options.
@@ -376,5 +379,18 @@ fn build_view(
             .map(|k| (k.id.clone(), core_dir.join(&k.path_rel)))
             .collect(),
         max_model_steps: core.manifest.runtime.max_model_steps.clamp(1, 90) as u32,
+        input_slots: [&core.pipelines.input.serial, &core.pipelines.input.parallel]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect(),
+        output_slots: [
+            &core.pipelines.output.serial,
+            &core.pipelines.output.parallel,
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect(),
     })
 }

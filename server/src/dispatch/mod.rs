@@ -53,6 +53,14 @@ impl Host for Dispatcher {
         ))
     }
 
+    fn children(&self) -> Option<Arc<dyn crate::tasks::children::ChildRunner>> {
+        self.tasks.children()
+    }
+
+    fn schedules(&self) -> Option<crate::tasks::schedules::Schedules> {
+        Some(self.tasks.schedules().clone())
+    }
+
     fn background_over_cap(&self, scope: &PrincipalScope) -> Option<String> {
         self.tasks.over_cap(scope)
     }
@@ -310,6 +318,14 @@ impl Dispatcher {
             "task_status" => self.drive::<task_tools::TaskStatusTool>(&env).await,
             "task_control" => self.drive::<task_tools::TaskControl>(&env).await,
             "yield_until" => self.drive::<task_tools::YieldUntil>(&env).await,
+            "schedule_manage" => {
+                self.drive::<crate::tools::schedule::ScheduleManage>(&env)
+                    .await
+            }
+            "delegate_task" => {
+                self.drive::<crate::tools::delegate::DelegateTask>(&env)
+                    .await
+            }
             _ if entry.authored.is_some() => {
                 self.drive::<crate::authored::AuthoredCall>(&env).await
             }

@@ -128,7 +128,8 @@ fn builtin_examples() -> Vec<(&'static str, Value)> {
             "delegate_task",
             json!({"goal": "g", "core_id": "evolver", "context_mode": "fork",
                    "notify_policy": "silent", "max_depth": 2, "tools": ["read_file"],
-                   "input_slots": "all", "output_slots": ["base_output"], "use_bootstrap": true}),
+                   "input_slots": "all", "output_slots": ["base_output"], "use_bootstrap": true,
+                   "background": false, "timeout_seconds": 30}),
         ),
         ("task_status", json!({"task_id": "t1"})),
         (

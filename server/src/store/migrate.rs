@@ -84,6 +84,18 @@ const MIGRATIONS: &[Embedded] = &[
         postgres: include_str!("../../../migrations/postgres/0011_session_grants.sql"),
     },
     Embedded {
+        version: 12,
+        name: "session_lineage",
+        sqlite: include_str!("../../../migrations/sqlite/0012_session_lineage.sql"),
+        postgres: include_str!("../../../migrations/postgres/0012_session_lineage.sql"),
+    },
+    Embedded {
+        version: 13,
+        name: "schedules",
+        sqlite: include_str!("../../../migrations/sqlite/0013_schedules.sql"),
+        postgres: include_str!("../../../migrations/postgres/0013_schedules.sql"),
+    },
+    Embedded {
         version: 30,
         name: "channels",
         sqlite: include_str!("../../../migrations/sqlite/0030_channels.sql"),

@@ -31,6 +31,9 @@
 //! call's arguments) and its result (the durable view of the same
 //! [`SecretRedactor`] views foreground results get) pass the redactor first.
 
+pub mod children;
+pub mod schedule_spec;
+pub mod schedules;
 pub mod signals;
 
 use std::collections::HashMap;
@@ -91,6 +94,8 @@ pub struct TaskSettings {
     pub workers: usize,
     /// A lease's lifetime without renewal.
     pub lease: Duration,
+    /// Schedules' limits.
+    pub schedules: schedules::ScheduleSettings,
 }
 
 /// How a task is started, besides its job.
@@ -165,6 +170,8 @@ struct Inner {
     wake: Notify,
     signals: Signals,
     completions: OnceLock<Arc<dyn CompletionSink>>,
+    children: OnceLock<Arc<dyn children::ChildRunner>>,
+    schedules: schedules::Schedules,
     boot_id: Option<String>,
 }
 
@@ -411,6 +418,7 @@ impl Tasks {
         metrics: Arc<Metrics>,
     ) -> Self {
         let signals = Signals::new(store.clone());
+        let schedules = schedules::Schedules::new(store.clone(), settings.schedules);
         Self {
             inner: Arc::new(Inner {
                 store,
@@ -424,6 +432,8 @@ impl Tasks {
                 wake: Notify::new(),
                 signals,
                 completions: OnceLock::new(),
+                children: OnceLock::new(),
+                schedules,
                 boot_id: crate::exec::boot_id(),
             }),
         }
@@ -437,7 +447,23 @@ impl Tasks {
 
     /// Where completion turns start; set once at start-up.
     pub fn set_completions(&self, sink: Arc<dyn CompletionSink>) {
+        self.inner.schedules.set_sink(sink.clone());
         let _ = self.inner.completions.set(sink);
+    }
+
+    /// Schedules and their scheduler (runs start like completion turns).
+    pub fn schedules(&self) -> &schedules::Schedules {
+        &self.inner.schedules
+    }
+
+    /// Where child agents run (the turn service); set once at start-up.
+    pub fn set_children(&self, runner: Arc<dyn children::ChildRunner>) {
+        let _ = self.inner.children.set(runner);
+    }
+
+    /// The child-agent runner, once set.
+    pub fn children(&self) -> Option<Arc<dyn children::ChildRunner>> {
+        self.inner.children.get().cloned()
     }
 
     fn queued(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {

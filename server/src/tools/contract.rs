@@ -202,6 +202,8 @@ pub struct CallContext {
     /// A chat channel's turn: its principal reads only this session's
     /// history ([`crate::history::Reach::bound`]).
     pub bound_session: bool,
+    /// Where this session sits in a delegation chain (`delegate_task`).
+    pub delegation: crate::tasks::children::Delegation,
 }
 
 /// The walls every effect of a tenant stays inside: the child-process
@@ -247,6 +249,12 @@ pub trait Host: Send + Sync {
         options: crate::tasks::StartOptions,
         job: TaskJob,
     ) -> BoxFuture<'a, Result<String, crate::tasks::StartError>>;
+
+    /// Where child agents run; `None` when this host cannot run them.
+    fn children(&self) -> Option<Arc<dyn crate::tasks::children::ChildRunner>>;
+
+    /// The schedules service; `None` when this host has none.
+    fn schedules(&self) -> Option<crate::tasks::schedules::Schedules>;
 
     /// Why a background task of this principal would be refused now.
     fn background_over_cap(&self, scope: &PrincipalScope) -> Option<String>;
@@ -375,6 +383,12 @@ pub(crate) mod testing {
         ) -> BoxFuture<'a, Result<String, crate::tasks::StartError>> {
             Box::pin(async { Err(crate::tasks::StartError::Limit("test host".into())) })
         }
+        fn children(&self) -> Option<Arc<dyn crate::tasks::children::ChildRunner>> {
+            None
+        }
+        fn schedules(&self) -> Option<crate::tasks::schedules::Schedules> {
+            None
+        }
         fn background_over_cap(&self, _: &PrincipalScope) -> Option<String> {
             self.over_cap.clone()
         }
@@ -456,6 +470,7 @@ pub(crate) mod testing {
             skills: Arc::new(Vec::new()),
             cancel: CancellationToken::new(),
             bound_session: false,
+            delegation: Default::default(),
         };
         let input = CatalogInput {
             core_id: "core".into(),

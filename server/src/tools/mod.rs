@@ -7,8 +7,10 @@
 pub mod beneath;
 pub mod clarify;
 pub mod contract;
+pub mod delegate;
 pub mod files;
 pub mod history;
+pub mod schedule;
 pub mod search;
 pub mod skills;
 pub mod task_tools;

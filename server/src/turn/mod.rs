@@ -19,6 +19,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
+use crate::catalog::ResolvedCatalog;
 use crate::core::repository::CoreRepository;
 use crate::dispatch::{CallContext, Dispatcher};
 use crate::error::{Error, Result};
@@ -30,6 +31,7 @@ use crate::metrics::Metrics;
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::running::RunningWork;
 use crate::store::{SessionRow, StartTurn, Store, TurnFinish, TurnRow, TurnStatus};
+use crate::tasks::children::{ChildCore, ChildEnd, ChildRunner, Delegation, Lineage};
 use crate::tasks::{CompletionError, CompletionSink, Signal};
 use crate::wire::events::{self, EventPayload};
 use provider::{ModelRequest, Provider};
@@ -95,6 +97,8 @@ struct Inner {
     workspaces: Mutex<HashMap<SessionId, std::path::PathBuf>>,
     /// Clients built with tenants' own keys, briefly cached.
     tenant_providers: TenantProviderCache,
+    /// Delegation lineage per session (`None`: not a child session).
+    lineages: Mutex<HashMap<SessionId, Option<Delegation>>>,
 }
 
 /// The host-side parts a turn needs besides storage and events.
@@ -159,6 +163,7 @@ impl TurnService {
                 home: deps.home,
                 workspaces: Mutex::new(HashMap::new()),
                 tenant_providers: Mutex::new(HashMap::new()),
+                lineages: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -433,7 +438,26 @@ impl TurnService {
                 reason: "core_load",
                 error,
             })?;
-        let catalog = &core.resolved;
+        // A child agent's session sees only its narrowed tools.
+        let delegation = self.delegation_of(sid).await.map_err(db)?;
+        let narrowed;
+        let catalog = match &delegation {
+            None => &core.resolved,
+            Some(d) => {
+                let parent =
+                    match d.parent_core.as_deref().filter(|p| *p != core_id.as_str()) {
+                        None => None,
+                        Some(p) => Some(self.load_core(tenant, p).await.map_err(|error| {
+                            TurnEnd::Failed {
+                                reason: "core_load",
+                                error,
+                            }
+                        })?),
+                    };
+                narrowed = child_catalog(&core.resolved, d, parent.as_deref());
+                &narrowed
+            }
+        };
         let call_ctx = CallContext {
             scope: ctx.scope.clone(),
             session_id: ctx.session.id,
@@ -449,6 +473,7 @@ impl TurnService {
             skills: std::sync::Arc::new(core.skills.clone()),
             cancel: token.clone(),
             bound_session: ctx.bound,
+            delegation: delegation.unwrap_or_default(),
         };
         let script = match &ctx.mode {
             Mode::Direct {
@@ -864,6 +889,40 @@ impl TurnService {
         Ok(dir)
     }
 
+    /// Where a session sits in a delegation chain (immutable once written,
+    /// so cached; a session is never given a lineage after its first turn).
+    async fn delegation_of(&self, sid: SessionId) -> Result<Option<Delegation>, sqlx::Error> {
+        if let Some(d) = self
+            .inner
+            .lineages
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&sid)
+        {
+            return Ok(d.clone());
+        }
+        let d = self.inner.store.lineage(sid).await?;
+        let mut cache = self
+            .inner
+            .lineages
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= 65_536 {
+            cache.clear();
+        }
+        cache.insert(sid, d.clone());
+        Ok(d)
+    }
+
+    async fn load_core(
+        &self,
+        tenant: &TenantId,
+        core: &str,
+    ) -> std::result::Result<Arc<crate::core::repository::CoreView>, String> {
+        let id = CoreId::parse(core).map_err(|e| e.to_string())?;
+        self.inner.cores.load(tenant, &id).await
+    }
+
     /// Turn status and output, owner-checked.
     pub async fn get(
         &self,
@@ -1049,6 +1108,170 @@ impl CompletionSink for TurnService {
                 Err(Error::Conflict(_)) => Err(CompletionError::Busy),
                 Err(e) => Err(CompletionError::Gone(e.to_string())),
             }
+        })
+    }
+}
+
+/// Whether the delegating core's grants allow what `entry` needs: a child
+/// never gets a tool whose capability its parent's core does not grant.
+fn parent_allows(parent: &ResolvedCatalog, entry: &crate::catalog::ResolvedEntry) -> bool {
+    entry
+        .capability
+        .as_deref()
+        .is_none_or(|cap| parent.grants().allows(cap, None, &[], false))
+}
+
+/// A child session's catalog: its core's, only the listed tools, only what
+/// the parent core grants.
+fn child_catalog(
+    own: &ResolvedCatalog,
+    d: &Delegation,
+    parent: Option<&crate::core::repository::CoreView>,
+) -> ResolvedCatalog {
+    own.narrowed(|e| {
+        d.tools.as_ref().is_none_or(|t| t.contains(&e.name))
+            && parent.is_none_or(|p| parent_allows(&p.resolved, e))
+    })
+}
+
+/// Child agents run as ordinary turns of their child session, as the
+/// parent's principal.
+impl ChildRunner for TurnService {
+    fn child_core(
+        &self,
+        scope: PrincipalScope,
+        core: String,
+        parent_core: String,
+    ) -> BoxFuture<'static, std::result::Result<ChildCore, String>> {
+        let this = self.clone();
+        Box::pin(async move {
+            let tenant = scope.tenant();
+            let id = CoreId::parse(&core).map_err(|e| format!("core_id: {e}"))?;
+            if !this.inner.cores.exists(tenant, &id) {
+                return Err(format!("unknown core {core:?} in this tenant"));
+            }
+            let view = this.load_core(tenant, &core).await?;
+            let parent = if parent_core == core {
+                None
+            } else {
+                Some(this.load_core(tenant, &parent_core).await?)
+            };
+            Ok(ChildCore {
+                tools: view
+                    .resolved
+                    .entries()
+                    .iter()
+                    .filter(|e| {
+                        parent
+                            .as_ref()
+                            .is_none_or(|p| parent_allows(&p.resolved, e))
+                    })
+                    .map(|e| e.name.clone())
+                    .collect(),
+                input_slots: view.input_slots.clone(),
+                output_slots: view.output_slots.clone(),
+            })
+        })
+    }
+
+    fn fork_context(
+        &self,
+        _scope: PrincipalScope,
+        session: SessionId,
+    ) -> BoxFuture<'static, String> {
+        let this = self.clone();
+        Box::pin(async move {
+            match this
+                .inner
+                .store
+                .recent_messages(
+                    &session.to_string(),
+                    4 * crate::tasks::children::FORK_MESSAGES as u32,
+                )
+                .await
+            {
+                Ok(m) => crate::tasks::children::fork_transcript(&m),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not read the parent transcript for a fork");
+                    String::new()
+                }
+            }
+        })
+    }
+
+    fn create_child(
+        &self,
+        scope: PrincipalScope,
+        core: String,
+        lineage: Lineage,
+    ) -> BoxFuture<'static, std::result::Result<SessionId, String>> {
+        let this = self.clone();
+        Box::pin(async move {
+            let parent = this
+                .owned_session(&scope, lineage.parent_session)
+                .await
+                .map_err(|e| e.to_string())?;
+            let id = SessionId::new();
+            // The lineage goes first: a child session never exists without
+            // its limits (a lineage without a session is harmless).
+            this.inner
+                .store
+                .insert_lineage(id, scope.tenant(), scope.principal(), &lineage)
+                .await
+                .map_err(|e| e.to_string())?;
+            this.inner
+                .store
+                .create_session(&crate::store::NewSession {
+                    id,
+                    tenant: scope.tenant().clone(),
+                    principal: scope.principal().clone(),
+                    title: format!("child agent of {}", parent.id),
+                    core,
+                    workspace: parent.workspace.clone(),
+                    provider: parent.provider.clone(),
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(id)
+        })
+    }
+
+    fn run_child(
+        &self,
+        scope: PrincipalScope,
+        session: SessionId,
+        input: String,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, std::result::Result<ChildEnd, String>> {
+        let this = self.clone();
+        Box::pin(async move {
+            let turn = this
+                .start(&scope, session, input, None)
+                .await
+                .map_err(|e| e.to_string())?;
+            tokio::select! {
+                _ = this.inner.running.wait(&turn) => {}
+                _ = cancel.cancelled() => {
+                    this.inner.running.cancel(&turn, |r| { let _ = r.set("cancelled"); },
+                        Duration::from_secs(10)).await;
+                }
+            }
+            // The child's own background work ends with it.
+            let tasks = &this.inner.dispatcher.tasks;
+            if let Ok(rows) = tasks.list(&scope, Some(session)).await {
+                for t in rows.iter().filter(|t| t.status.is_active()) {
+                    let _ = tasks.cancel(&scope, &t.id).await;
+                }
+            }
+            let row = this
+                .get(&scope, session, turn)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(ChildEnd {
+                status: row.status,
+                output: row.output.unwrap_or_default(),
+                error: row.error,
+            })
         })
     }
 }

@@ -1,0 +1,67 @@
+//! The lineage of child sessions (`delegate_task`): written once with the
+//! child session, read by every turn of it.
+
+use sqlx::Row;
+
+use super::Store;
+use crate::ids::{PrincipalId, SessionId, TenantId};
+use crate::tasks::children::{Delegation, Lineage};
+use crate::time::now_ms;
+
+impl Store {
+    pub async fn insert_lineage(
+        &self,
+        session: SessionId,
+        tenant: &TenantId,
+        principal: &PrincipalId,
+        l: &Lineage,
+    ) -> Result<(), sqlx::Error> {
+        let tools = l
+            .tools
+            .as_ref()
+            .map(|t| serde_json::Value::from(t.clone()).to_string());
+        let _gate = self.write_gate().await;
+        sqlx::query(
+            "INSERT INTO session_lineage (session_id, parent_session_id, tenant_id, principal_id, \
+             parent_core, depth, max_depth, tools, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(session.to_string())
+        .bind(l.parent_session.to_string())
+        .bind(tenant.as_str())
+        .bind(principal.as_str())
+        .bind(&l.parent_core)
+        .bind(i64::from(l.depth))
+        .bind(i64::from(l.max_depth))
+        .bind(tools)
+        .bind(now_ms())
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Where a session sits in a delegation chain; `None` for a session no
+    /// `delegate_task` created.
+    pub async fn lineage(&self, session: SessionId) -> Result<Option<Delegation>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT parent_core, depth, max_depth, tools FROM session_lineage WHERE session_id = $1",
+        )
+        .bind(session.to_string())
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(r) = row else {
+            return Ok(None);
+        };
+        let tools: Option<String> = r.try_get("tools")?;
+        // An unreadable list fails closed: no tools.
+        let tools = tools.map(|t| serde_json::from_str::<Vec<String>>(&t).unwrap_or_default());
+        let depth: i64 = r.try_get("depth")?;
+        let max_depth: i64 = r.try_get("max_depth")?;
+        Ok(Some(Delegation {
+            depth: u32::try_from(depth).unwrap_or(u32::MAX),
+            max_depth: u32::try_from(max_depth).unwrap_or(0),
+            tools,
+            parent_core: Some(r.try_get("parent_core")?),
+        }))
+    }
+}
