@@ -34,5 +34,12 @@ pub async fn list_tools(
         .load(scope.tenant(), &core)
         .await
         .map_err(|e| ApiError::new(StatusCode::CONFLICT, "core_load_failed", e))?;
-    Ok(Json(view.resolved.listing()))
+    // Tools of the MCP connections this principal already has.
+    match app
+        .dispatcher
+        .mcp_listing(&scope, &view.resolved, &view.mcp)
+    {
+        Some(extended) => Ok(Json(extended.listing())),
+        None => Ok(Json(view.resolved.listing())),
+    }
 }

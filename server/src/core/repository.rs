@@ -33,6 +33,8 @@ pub struct CoreView {
     pub max_model_steps: u32,
     /// Skills of the core: (id, absolute path of its markdown file).
     pub skills: Vec<(String, std::path::PathBuf)>,
+    /// The core's MCP declarations (manifest and status), in order.
+    pub mcp: Vec<crate::mcp::Declared>,
 }
 
 struct Cached {
@@ -288,5 +290,10 @@ fn build_view(
             .map(|k| (k.id.clone(), core_dir.join(&k.path_rel)))
             .collect(),
         max_model_steps: core.manifest.runtime.max_model_steps.clamp(1, 90) as u32,
+        mcp: crate::mcp::declarations(
+            core.mcp_manifests
+                .iter()
+                .map(|m| (m.name.as_str(), m.path_rel.as_str(), &m.raw)),
+        ),
     })
 }

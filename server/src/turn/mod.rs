@@ -377,7 +377,7 @@ impl TurnService {
                 reason: "core_load",
                 error,
             })?;
-        let catalog = &core.resolved;
+        let mut catalog = &core.resolved;
         let call_ctx = CallContext {
             scope: ctx.scope.clone(),
             session_id: ctx.session.id,
@@ -393,6 +393,18 @@ impl TurnService {
             skills: std::sync::Arc::new(core.skills.clone()),
             cancel: token.clone(),
         };
+        // The core's MCP servers join the turn's catalog once allowed and
+        // approved (the dispatcher asks).
+        let with_mcp = inner
+            .dispatcher
+            .mcp_catalog(&call_ctx, catalog, &core.mcp)
+            .await;
+        if let Some(extended) = &with_mcp {
+            catalog = extended;
+        }
+        if token.is_cancelled() {
+            return Err(TurnEnd::Cancelled);
+        }
         let script = match &ctx.mode {
             Mode::Direct {
                 call_id,
