@@ -52,6 +52,7 @@ pub fn router(app: SharedApp) -> Router {
             post(turns::cancel_turn),
         )
         .route("/v1/sessions/{id}/tools", get(tools::list_tools))
+        .route("/v1/mcp/connections", get(tools::list_mcp_connections))
         .route("/v1/sessions/{id}/tool-calls", post(turns::call_tool))
         .route("/v1/approvals", get(approvals::list_approvals))
         .route("/v1/approvals/{id}", post(approvals::decide_approval))

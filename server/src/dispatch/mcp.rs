@@ -39,9 +39,6 @@ impl Dispatcher {
         catalog: &ResolvedCatalog,
         declared: &[Declared],
     ) -> Option<ResolvedCatalog> {
-        if declared.is_empty() {
-            return None;
-        }
         let owner = self.conn_key(ctx, catalog, "", "");
         let keep: Vec<ConnKey> = declared
             .iter()
@@ -49,8 +46,11 @@ impl Dispatcher {
             .map(|d| self.conn_key(ctx, catalog, &d.status.server, &d.status.fingerprint))
             .collect();
         // A changed or removed declaration (or a new core revision) closes
-        // the old connection.
+        // the old connection; so does removing the last one.
         self.mcp.retain(&owner, &keep).await;
+        if declared.is_empty() {
+            return None;
+        }
         let mut statuses: Vec<ServerStatus> = declared.iter().map(|d| d.status.clone()).collect();
         let mut pending: Vec<Pending> = Vec::new();
         for (index, d) in declared.iter().enumerate() {
@@ -201,6 +201,14 @@ impl Dispatcher {
             }
         }
         Some(catalog.with_mcp(statuses, offers))
+    }
+
+    /// The tenant's MCP connections, for its operators.
+    pub fn mcp_connections(
+        &self,
+        scope: &crate::auth::PrincipalScope,
+    ) -> Vec<crate::mcp::runtime::ConnectionInfo> {
+        self.mcp.snapshot(scope.tenant().as_str())
     }
 
     fn conn_key(

@@ -27,6 +27,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
+use serde::Serialize;
 use tokio::io::AsyncReadExt;
 use tokio::sync::Semaphore;
 
@@ -206,6 +207,27 @@ pub fn push_window(window: &mut String, chunk: &str, max: usize) {
     }
 }
 
+/// What a tenant's operators see of one connection (never a secret).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct ConnectionInfo {
+    pub server: String,
+    pub principal: String,
+    pub core: String,
+    /// The core revision the connection belongs to.
+    pub revision: String,
+    /// The declaration's fingerprint.
+    pub fingerprint: String,
+    /// `connected`, `failed` (in the negative cache) or `unavailable`
+    /// (the last turn left it unconnected: not granted, denied …).
+    pub state: &'static str,
+    /// Redacted.
+    pub last_error: Option<String>,
+    /// Tools the server listed (before the declaration's filter).
+    pub tools: Option<usize>,
+    /// Seconds until a failed server may be tried again.
+    pub retry_in_seconds: Option<u64>,
+}
+
 /// The host's MCP connections.
 #[derive(Clone)]
 pub struct McpRuntime {
@@ -236,6 +258,51 @@ impl McpRuntime {
                 permits: Semaphore::new(MAX_CONCURRENT_CONNECTS),
             }),
         }
+    }
+
+    /// Every connection of `tenant` the runtime knows of, by server,
+    /// principal and core: live ones, failed ones still in the negative
+    /// cache, and the reasons the last turns left others unconnected.
+    pub fn snapshot(&self, tenant: &str) -> Vec<ConnectionInfo> {
+        let mut out: HashMap<ConnKey, ConnectionInfo> = HashMap::new();
+        let info = |k: &ConnKey, state, why: Option<String>| ConnectionInfo {
+            server: k.server.clone(),
+            principal: k.principal.clone(),
+            core: k.core.clone(),
+            revision: k.revision.clone(),
+            fingerprint: k.fingerprint.clone(),
+            state,
+            last_error: why,
+            tools: None,
+            retry_in_seconds: None,
+        };
+        if let Ok(notes) = self.inner.notes.lock() {
+            for (k, why) in notes.iter().filter(|(k, _)| k.tenant == tenant) {
+                out.insert(k.clone(), info(k, "unavailable", Some(why.clone())));
+            }
+        }
+        if let Ok(failed) = self.inner.failed.lock() {
+            for (k, (at, why)) in failed.iter().filter(|(k, _)| k.tenant == tenant) {
+                let Some(left) = NEGATIVE_TTL.checked_sub(at.elapsed()) else {
+                    continue;
+                };
+                let mut i = info(k, "failed", Some(why.clone()));
+                i.retry_in_seconds = Some(left.as_secs() + 1);
+                out.insert(k.clone(), i);
+            }
+        }
+        if let Ok(live) = self.inner.live.lock() {
+            for (k, conn) in live.iter().filter(|(k, _)| k.tenant == tenant) {
+                let mut i = info(k, "connected", None);
+                i.tools = Some(conn.tools.len());
+                out.insert(k.clone(), i);
+            }
+        }
+        let mut items: Vec<ConnectionInfo> = out.into_values().collect();
+        items.sort_by(|a, b| {
+            (&a.core, &a.principal, &a.server).cmp(&(&b.core, &b.principal, &b.server))
+        });
+        items
     }
 
     /// The live connection of `key`, if any.
@@ -347,9 +414,9 @@ async fn start(launch: Launch) -> Result<Connection, String> {
         redactor.add_binding(name, value);
     }
     let stderr = Arc::new(Mutex::new(String::new()));
-    let (discover, pgid) = match launch.endpoint {
+    let (discover, pgid, reader) = match launch.endpoint {
         Endpoint::Stdio(stdio) => {
-            let (pgid, pipes) =
+            let (pgid, pipes, reader) =
                 spawn(&stdio, &stderr).map_err(|e| redactor.redact_str_for(&e, View::Event))?;
             let discover = async move {
                 let service =
@@ -359,7 +426,7 @@ async fn start(launch: Launch) -> Result<Connection, String> {
                 discover_tools(service).await
             }
             .boxed();
-            (discover, pgid)
+            (discover, pgid, Some(reader))
         }
         Endpoint::Http(http) => {
             let config = StreamableHttpClientTransportConfig::with_uri(http.url.clone());
@@ -372,7 +439,14 @@ async fn start(launch: Launch) -> Result<Connection, String> {
                 discover_tools(service).await
             }
             .boxed();
-            (discover, None)
+            (discover, None, None)
+        }
+    };
+    // A failed server's last words are its diagnostic: after the kill,
+    // give the stderr reader a moment to drain the pipe.
+    let drain = |reader: Option<tokio::task::JoinHandle<()>>| async move {
+        if let Some(reader) = reader {
+            let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
         }
     };
     let failed = |why: String| {
@@ -396,6 +470,7 @@ async fn start(launch: Launch) -> Result<Connection, String> {
     match tokio::time::timeout(launch.connect_timeout, discover).await {
         Err(_) => {
             kill_group(pgid);
+            drain(reader).await;
             let why = failed(format!(
                 "MCP server did not finish discovery within {}s (connect_timeout_seconds)",
                 launch.connect_timeout.as_secs_f64()
@@ -405,6 +480,7 @@ async fn start(launch: Launch) -> Result<Connection, String> {
         }
         Ok(Err(e)) => {
             kill_group(pgid);
+            drain(reader).await;
             let why = failed(e);
             append_log(&launch.log, &why).await;
             Err(why)
@@ -435,11 +511,12 @@ async fn discover_tools(service: RunningService<RoleClient, ()>) -> Discovered {
 
 type Pipes = (tokio::process::ChildStdout, tokio::process::ChildStdin);
 
-/// Start the confined child; its stderr feeds `window`.
+/// Start the confined child; its stderr feeds `window` (the returned task
+/// ends at the pipe's end).
 fn spawn(
     launch: &StdioLaunch,
     window: &Arc<Mutex<String>>,
-) -> Result<(Option<i32>, Pipes), String> {
+) -> Result<(Option<i32>, Pipes, tokio::task::JoinHandle<()>), String> {
     let mut command = tokio::process::Command::new(&launch.command);
     command
         .args(&launch.args)
@@ -465,7 +542,7 @@ fn spawn(
         return Err("MCP server has no pipes".into());
     };
     let window = window.clone();
-    tokio::spawn(async move {
+    let reader = tokio::spawn(async move {
         let mut buf = vec![0u8; 4096];
         loop {
             match stderr_pipe.read(&mut buf).await {
@@ -483,7 +560,7 @@ fn spawn(
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
-    Ok((pgid, (stdout, stdin)))
+    Ok((pgid, (stdout, stdin), reader))
 }
 
 fn kill_group(pgid: Option<i32>) {
