@@ -697,3 +697,46 @@ async fn mcp_server_git_reads_a_repository_in_the_workspace() {
     assert!(names.iter().any(|n| n == "git__git_log"), "{names:?}");
     assert!(!names.iter().any(|n| n == "git__git_commit"), "{names:?}");
 }
+
+#[tokio::test]
+async fn a_call_needs_mcp_call_even_when_the_connection_is_allowed() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    let dir = app.home.join("tenants/default/agents/connectonly");
+    std::fs::create_dir_all(dir.join("agent/mcp")).unwrap();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        "schema_version: 1\nagent:\n  id: connectonly\ntools:\n  toolsets: [coding]\ncapabilities:\n  defaults:\n    \"mcp.connect:time\": {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("agent/mcp/time.yaml"),
+        format!("command: {TIME}\nconnect_timeout_seconds: 60\n"),
+    )
+    .unwrap();
+    let (_, s) = app
+        .post(&tok, "/v1/sessions", json!({"core": "connectonly"}))
+        .await;
+    let sid = s["id"].as_str().unwrap().to_owned();
+    let evs = run_script(
+        &app,
+        &tok,
+        &sid,
+        calls(&[("time__get_current_time", json!({"timezone": "UTC"}))]),
+        "allow_once",
+    )
+    .await;
+    let res = results(&evs);
+    assert_eq!(res[0].0, "denied", "{res:?}");
+    assert!(res[0].1.contains("mcp.call:time"), "{res:?}");
+    // Connected (its tools are listed), but the call was refused before
+    // any per-call approval.
+    let asked: Vec<&str> = evs
+        .iter()
+        .filter(|e| e["type"] == "approval.requested")
+        .map(|e| e["data"]["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(asked, ["mcp:time"]);
+    let listing = servers(&app, &tok, &sid).await;
+    assert_eq!(server(&listing, "time")["state"], "connected", "{listing}");
+}
