@@ -4,8 +4,9 @@
 //! A turn of a core whose 20 MCP servers are connected, 25 tools each,
 //! resolves its catalog: the core's catalog plus 500 offers named
 //! `<server>__<tool>` (sanitised, unique, bounded), each with its argument
-//! schema and effective approval policy ([`ResolvedCatalog::with_mcp`]).
-//! Timed per turn, including cloning the offers as a turn does.
+//! schema (compiled once at discovery) and effective approval policy
+//! ([`ResolvedCatalog::with_mcp`]). Timed per turn, including cloning the
+//! offers as a turn does.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -15,6 +16,7 @@ use demiurge::mcp::runtime::ConnKey;
 use demiurge::mcp::{ServerState, ServerStatus};
 use demiurge::policy::approval_policy::ApprovalPolicy;
 use demiurge::policy::capabilities::CapabilityGrants;
+use demiurge::policy::json_schema::ArgumentSchema;
 use demiurge::wire::Risk;
 use serde_json::json;
 
@@ -65,6 +67,15 @@ fn main() {
             fingerprint: format!("fp{s}"),
         };
         for t in 0..TOOLS {
+            let input_schema = json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "where"},
+                    "mode": {"type": "string", "enum": ["fast", "safe"]},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+                },
+                "required": ["path"],
+            });
             offers.push(McpOffer {
                 target: McpTarget {
                     key: key.clone(),
@@ -73,15 +84,9 @@ fn main() {
                     timeout: Duration::from_secs(60),
                 },
                 description: format!("Tool {t} of {server}: does a thing with a path and a mode."),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "where"},
-                        "mode": {"type": "string", "enum": ["fast", "safe"]},
-                        "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
-                    },
-                    "required": ["path"],
-                }),
+                // Compiled once at discovery, as the runtime does.
+                arguments: ArgumentSchema::compile(&input_schema),
+                input_schema,
                 risk: Risk::Medium,
                 capability: format!("mcp.call:{server}"),
                 approval_policy: ApprovalPolicy::Prompt,

@@ -112,6 +112,9 @@ pub struct McpOffer {
     pub target: McpTarget,
     pub description: String,
     pub input_schema: Value,
+    /// The schema compiled once, when the server was discovered (`Err`:
+    /// why it does not compile; the tool is then unavailable).
+    pub arguments: Result<ArgumentSchema, String>,
     pub risk: Risk,
     pub capability: String,
     pub approval_policy: ApprovalPolicy,
@@ -271,7 +274,7 @@ impl ResolvedCatalog {
                 .or_insert_with(|| server_prefix(&server, &mut used))
                 .clone();
             let name = exposed_name(&prefix, &offer.target.tool, &mut reserved);
-            let arguments = match ArgumentSchema::compile(&offer.input_schema) {
+            let arguments = match offer.arguments {
                 Ok(compiled) => compiled,
                 Err(reason) => {
                     out.unavailable.push(name.clone());

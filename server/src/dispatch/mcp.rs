@@ -17,7 +17,7 @@ use crate::exec::sandbox;
 use crate::home::HomeLayout;
 use crate::mcp::http::PinnedHttp;
 use crate::mcp::manifest::{ServerManifest, Transport};
-use crate::mcp::runtime::{ConnKey, Endpoint, HttpLaunch, Launch, StdioLaunch};
+use crate::mcp::runtime::{ConnKey, Connection, Endpoint, HttpLaunch, Launch, StdioLaunch};
 use crate::mcp::{Declared, ServerState, ServerStatus};
 use crate::policy::approval_policy::ApprovalPolicy;
 use crate::tools::contract::{CallContext, Gate, ToolEnv, ToolOutcome, ToolStatus};
@@ -114,28 +114,9 @@ impl Dispatcher {
             let status = &mut statuses[index];
             status.state = ServerState::Connected;
             status.last_error = None;
-            let mut count = 0;
-            for tool in conn.tools.iter().filter(|t| m.tools.selects(&t.name)) {
-                count += 1;
-                offers.push(McpOffer {
-                    target: McpTarget {
-                        key: key.clone(),
-                        server: server.to_owned(),
-                        tool: tool.name.to_string(),
-                        timeout: Duration::from_secs_f64(m.timeout_seconds),
-                    },
-                    description: tool
-                        .description
-                        .as_deref()
-                        .map(|d| conn.redact(d))
-                        .unwrap_or_default(),
-                    input_schema: Value::Object((*tool.input_schema).clone()),
-                    risk: m.risk,
-                    capability: m.call_capability(server),
-                    approval_policy: m.approval_policy,
-                });
-            }
-            status.tools = Some(count);
+            let before = offers.len();
+            offers.extend(offers_of(&conn, m, &key, server));
+            status.tools = Some(offers.len() - before);
         }
         Some(catalog.with_mcp(statuses, offers))
     }
@@ -174,31 +155,9 @@ impl Dispatcher {
             };
             statuses[index].state = ServerState::Connected;
             statuses[index].last_error = None;
-            let tools: Vec<_> = conn
-                .tools
-                .iter()
-                .filter(|t| m.tools.selects(&t.name))
-                .collect();
-            statuses[index].tools = Some(tools.len());
-            for tool in tools {
-                offers.push(McpOffer {
-                    target: McpTarget {
-                        key: key.clone(),
-                        server: server.to_owned(),
-                        tool: tool.name.to_string(),
-                        timeout: Duration::from_secs_f64(m.timeout_seconds),
-                    },
-                    description: tool
-                        .description
-                        .as_deref()
-                        .map(|d| conn.redact(d))
-                        .unwrap_or_default(),
-                    input_schema: Value::Object((*tool.input_schema).clone()),
-                    risk: m.risk,
-                    capability: m.call_capability(server),
-                    approval_policy: m.approval_policy,
-                });
-            }
+            let before = offers.len();
+            offers.extend(offers_of(&conn, m, &key, server));
+            statuses[index].tools = Some(offers.len() - before);
         }
         Some(catalog.with_mcp(statuses, offers))
     }
@@ -472,6 +431,33 @@ impl Dispatcher {
             }
         }
     }
+}
+
+/// The offers of a connection's tools that the declaration's filter selects.
+fn offers_of<'a>(
+    conn: &'a Connection,
+    m: &'a ServerManifest,
+    key: &'a ConnKey,
+    server: &'a str,
+) -> impl Iterator<Item = McpOffer> + 'a {
+    let capability = m.call_capability(server);
+    conn.tools
+        .iter()
+        .filter(|t| m.tools.selects(&t.name))
+        .map(move |tool| McpOffer {
+            target: McpTarget {
+                key: key.clone(),
+                server: server.to_owned(),
+                tool: tool.name.clone(),
+                timeout: Duration::from_secs_f64(m.timeout_seconds),
+            },
+            description: tool.description.clone(),
+            input_schema: tool.input_schema.clone(),
+            arguments: tool.arguments.clone(),
+            risk: m.risk,
+            capability: capability.clone(),
+            approval_policy: m.approval_policy,
+        })
 }
 
 /// What an approver sees of an endpoint: scheme, host, port and path;

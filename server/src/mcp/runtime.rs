@@ -33,6 +33,7 @@ use tokio::sync::Semaphore;
 
 use super::http::PinnedHttp;
 use crate::exec::sandbox::Confinement;
+use crate::policy::json_schema::ArgumentSchema;
 use crate::redact::redactor::{SecretRedactor, View};
 
 /// Discoveries running at once, host-wide.
@@ -94,10 +95,21 @@ pub struct Launch {
     pub log: PathBuf,
 }
 
+/// One listed tool, prepared once per connection (not per turn).
+#[derive(Debug, Clone)]
+pub struct PreparedTool {
+    /// The tool's name on the server.
+    pub name: String,
+    /// Redacted with the server's secrets.
+    pub description: String,
+    pub input_schema: serde_json::Value,
+    pub arguments: Result<ArgumentSchema, String>,
+}
+
 /// A connected server and the tools it listed.
 pub struct Connection {
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
-    pub tools: Vec<Tool>,
+    pub tools: Vec<PreparedTool>,
     stderr: Arc<Mutex<String>>,
     redactor: SecretRedactor,
     log: PathBuf,
@@ -487,7 +499,22 @@ async fn start(launch: Launch) -> Result<Connection, String> {
         }
         Ok(Ok((service, tools))) => Ok(Connection {
             service: tokio::sync::Mutex::new(Some(service)),
-            tools,
+            tools: tools
+                .into_iter()
+                .map(|t| {
+                    let input_schema = serde_json::Value::Object((*t.input_schema).clone());
+                    PreparedTool {
+                        name: t.name.to_string(),
+                        description: t
+                            .description
+                            .as_deref()
+                            .map(|d| redactor.redact_str_for(d, View::Event))
+                            .unwrap_or_default(),
+                        arguments: ArgumentSchema::compile(&input_schema),
+                        input_schema,
+                    }
+                })
+                .collect(),
             stderr,
             redactor,
             log: launch.log,
