@@ -24,7 +24,7 @@ use crate::wire::events::{Event, EventPayload};
         sessions::create_session, sessions::list_sessions, sessions::get_session,
         turns::start_turn, turns::get_turn, turns::cancel_turn,
         events::session_events, stream::session_stream,
-        tools::list_tools, turns::call_tool,
+        tools::list_tools, tools::list_mcp_connections, turns::call_tool,
         approvals::list_approvals, approvals::decide_approval, approvals::answer_clarification,
         approvals::revoke_session_grants,
         tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs,

@@ -54,6 +54,7 @@ pub fn router(app: SharedApp) -> Router {
             post(turns::cancel_turn),
         )
         .route("/v1/sessions/{id}/tools", get(tools::list_tools))
+        .route("/v1/mcp/connections", get(tools::list_mcp_connections))
         .route("/v1/sessions/{id}/tool-calls", post(turns::call_tool))
         .route(
             "/v1/sessions/{id}/approvals",

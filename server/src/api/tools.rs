@@ -34,5 +34,40 @@ pub async fn list_tools(
         .load(scope.tenant(), &core)
         .await
         .map_err(|e| ApiError::new(StatusCode::CONFLICT, "core_load_failed", e))?;
-    Ok(Json(view.resolved.listing()))
+    // Tools of the MCP connections this principal already has.
+    match app
+        .dispatcher
+        .mcp_listing(&scope, &view.resolved, &view.mcp)
+    {
+        Some(extended) => Ok(Json(extended.listing())),
+        None => Ok(Json(view.resolved.listing())),
+    }
+}
+
+/// The tenant's MCP connections.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct McpConnections {
+    pub items: Vec<crate::mcp::runtime::ConnectionInfo>,
+}
+
+/// The tenant's MCP server connections with their state and last error
+/// (operators only): every principal's, live, failed (negative cache) or
+/// left unconnected by the last turn. Never an env or header value.
+#[utoipa::path(get, path = "/v1/mcp/connections", tag = "tools",
+    responses((status = 200, body = McpConnections), (status = 403, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_mcp_connections(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+) -> ApiResult<Json<McpConnections>> {
+    if !scope.is_operator() {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "MCP connections are visible to the tenant's operators",
+        ));
+    }
+    Ok(Json(McpConnections {
+        items: app.dispatcher.mcp_connections(&scope),
+    }))
 }

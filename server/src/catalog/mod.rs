@@ -150,6 +150,33 @@ pub struct ResolvedEntry {
     pub display_policy: String,
     /// Set for authored tools: how the runner calls it.
     pub authored: Option<std::sync::Arc<AuthoredSpec>>,
+    /// For an MCP tool: the connection and the server's own tool name.
+    pub mcp: Option<McpTarget>,
+}
+
+/// Where an MCP entry's calls go.
+#[derive(Debug, Clone)]
+pub struct McpTarget {
+    pub key: crate::mcp::runtime::ConnKey,
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// `timeout_seconds` of the declaration.
+    pub timeout: std::time::Duration,
+}
+
+/// One discovered MCP tool offered to a turn (before naming and policy).
+#[derive(Debug, Clone)]
+pub struct McpOffer {
+    pub target: McpTarget,
+    pub description: String,
+    pub input_schema: Value,
+    /// The schema compiled once, when the server was discovered (`Err`:
+    /// why it does not compile; the tool is then unavailable).
+    pub arguments: Result<ArgumentSchema, String>,
+    pub risk: Risk,
+    pub capability: String,
+    pub approval_policy: ApprovalPolicy,
 }
 
 /// What a catalog is built from: the core's declared surface, resolved by
@@ -196,6 +223,8 @@ pub struct ResolvedCatalog {
     grants: CapabilityGrants,
     core_id: String,
     fingerprint: String,
+    core_approval: Option<ApprovalBlock>,
+    global_approval: Option<ApprovalBlock>,
 }
 
 impl ResolvedCatalog {
@@ -265,6 +294,7 @@ impl ResolvedCatalog {
                 model_output_policy: meta.model_output_policy,
                 display_policy: meta.display_policy,
                 authored: None,
+                mcp: None,
             });
         }
         for (name, error) in &input.broken_authored {
@@ -295,7 +325,71 @@ impl ResolvedCatalog {
             grants: input.grants.clone(),
             core_id: input.core_id.clone(),
             fingerprint: input.fingerprint.clone(),
+            core_approval: input.core_approval.clone(),
+            global_approval: input.global_approval.clone(),
         }
+    }
+
+    /// This catalog plus the turn's MCP tools (`<server>__<tool>`, source
+    /// `mcp`) and the servers' current states. Names are unique against
+    /// the built-ins and each other; a tool whose schema does not compile is
+    /// unavailable with the reason, never callable unchecked.
+    pub fn with_mcp(&self, servers: Vec<crate::mcp::ServerStatus>, offers: Vec<McpOffer>) -> Self {
+        use crate::mcp::manifest::{exposed_name, server_prefix};
+        let mut out = self.clone();
+        out.mcp_servers = servers;
+        let mut reserved: std::collections::BTreeSet<String> =
+            out.entries.iter().map(|e| e.name.to_lowercase()).collect();
+        let mut prefixes: BTreeMap<String, String> = BTreeMap::new();
+        let mut used = std::collections::BTreeSet::new();
+        for offer in offers {
+            let server = offer.target.server.clone();
+            let prefix = prefixes
+                .entry(server.clone())
+                .or_insert_with(|| server_prefix(&server, &mut used))
+                .clone();
+            let name = exposed_name(&prefix, &offer.target.tool, &mut reserved);
+            let arguments = match offer.arguments {
+                Ok(compiled) => compiled,
+                Err(reason) => {
+                    out.unavailable.push(name.clone());
+                    out.unavailable_reasons.insert(name, reason);
+                    continue;
+                }
+            };
+            let meta = Metadata {
+                risk: offer.risk,
+                capability: Some(offer.capability.clone()),
+                approval_policy: offer.approval_policy,
+                model_output_policy: "content".into(),
+                display_policy: "summary".into(),
+                enabled: true,
+            };
+            let policy = effective_policy(
+                &meta,
+                &name,
+                out.core_approval.as_ref(),
+                out.global_approval.as_ref(),
+            );
+            out.definitions.push(json!({"type": "function", "function": {
+                "name": name, "description": offer.description, "parameters": offer.input_schema}}));
+            out.entries.push(ResolvedEntry {
+                provenance: format!("mcp {server}/{}", offer.target.tool),
+                name,
+                source: Source::Mcp,
+                description: offer.description,
+                input_schema: offer.input_schema,
+                arguments,
+                risk: meta.risk,
+                capability: meta.capability,
+                policy,
+                model_output_policy: meta.model_output_policy,
+                display_policy: meta.display_policy,
+                authored: None,
+                mcp: Some(offer.target),
+            });
+        }
+        out
     }
 
     pub fn resolve(&self, name: &str) -> Option<&ResolvedEntry> {
@@ -358,6 +452,7 @@ impl ResolvedCatalog {
                 "description": e.description, "risk": e.risk, "capability": e.capability,
                 "approval_policy": e.policy, "model_output_policy": e.model_output_policy,
                 "display_policy": e.display_policy, "enabled": true, "input_schema": e.input_schema,
+                "server": e.mcp.as_ref().map(|m| m.server.as_str()),
             })).collect::<Vec<_>>(),
             "unavailable": self.unavailable,
             "unavailable_reasons": self.unavailable_reasons,
@@ -373,6 +468,7 @@ impl ResolvedCatalog {
             "tools": self.entries.iter().map(|e| json!({
                 "name": e.name, "description": e.description, "source": e.source, "enabled": true,
                 "risk": e.risk, "capability": e.capability, "approval_policy": e.policy,
+                "server": e.mcp.as_ref().map(|m| m.server.as_str()),
             })).collect::<Vec<_>>(),
         })
     }
@@ -442,6 +538,7 @@ fn resolve_authored(
             function,
             capabilities: tool.capabilities.clone(),
         })),
+        mcp: None,
     })
 }
 

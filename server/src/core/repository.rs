@@ -36,6 +36,8 @@ pub struct CoreView {
     pub max_model_steps: u32,
     /// Skills of the core: (id, absolute path of its markdown file).
     pub skills: Vec<(String, std::path::PathBuf)>,
+    /// The core's MCP declarations (manifest and status), in order.
+    pub mcp: Vec<crate::mcp::Declared>,
     /// Slot ids of the input and output pipelines (serial, then parallel).
     pub input_slots: Vec<String>,
     pub output_slots: Vec<String>,
@@ -392,5 +394,10 @@ fn build_view(
         .flatten()
         .cloned()
         .collect(),
+        mcp: crate::mcp::declarations(
+            core.mcp_manifests
+                .iter()
+                .map(|m| (m.name.as_str(), m.path_rel.as_str(), &m.raw)),
+        ),
     })
 }

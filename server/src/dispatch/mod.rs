@@ -8,6 +8,7 @@
 
 pub mod approvals;
 pub mod clarify;
+pub mod mcp;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -225,6 +226,8 @@ pub struct Dispatcher {
     store: crate::store::Store,
     home: PathBuf,
     walls: Arc<Walls>,
+    /// Live MCP connections (asked for and used only through here).
+    mcp: crate::mcp::runtime::McpRuntime,
 }
 
 /// What the turn loop gets back: the model view of the result.
@@ -251,6 +254,7 @@ impl Dispatcher {
             events,
             home: home.to_path_buf(),
             walls,
+            mcp: crate::mcp::runtime::McpRuntime::new(),
         })
     }
 
@@ -301,6 +305,9 @@ impl Dispatcher {
             home: &self.home,
             host: self,
         };
+        if let Some(target) = &entry.mcp {
+            return self.call_mcp(&env, target).await;
+        }
         match name {
             "read_file" => self.drive::<files::ReadFile>(&env).await,
             "write_file" => self.drive::<files::WriteFile>(&env).await,

@@ -5,13 +5,15 @@
 //! and `GET /v1/sessions/{id}/tools` see of each declared server
 //! ([`ServerStatus`]).
 //!
-//! Not here yet: the client. No MCP server is started or connected by this
-//! host; every valid, enabled declaration is reported `unavailable` with
-//! that reason instead of being dropped silently. The connection layer
-//! (rmcp over stdio through `exec::sandbox`, and Streamable HTTP through
-//! [`crate::net::Outbound::pinned_client`]) joins here.
+//! The live connections are [`runtime`]'s (stdio servers confined like the
+//! terminal; Streamable HTTP through the pinned outbound client, [`http`]);
+//! the dispatcher decides who may connect and call. A valid, enabled
+//! declaration that is not connected is reported `unavailable` with the
+//! reason, never dropped.
 
+pub mod http;
 pub mod manifest;
+pub mod runtime;
 
 use serde::Serialize;
 use serde_yaml_ng::Value;
@@ -19,7 +21,8 @@ use serde_yaml_ng::Value;
 use manifest::ServerManifest;
 
 /// Why a valid, enabled server has no tools on this host.
-pub const NO_CLIENT: &str = "this host does not connect MCP servers yet";
+pub const NO_CLIENT: &str =
+    "MCP server not connected: a turn connects it once mcp.connect:<server> is granted and approved";
 
 /// A declared server's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -31,6 +34,8 @@ pub enum ServerState {
     Invalid,
     /// Valid and enabled, but not connected (`last_error` says why).
     Unavailable,
+    /// Connected; its tools are in the catalog.
+    Connected,
 }
 
 /// What operators see of one declared server: never an env or header value.
@@ -48,6 +53,32 @@ pub struct ServerStatus {
     pub call_capability: Option<String>,
     /// Identity of the declaration (a change means a new connection).
     pub fingerprint: String,
+    /// Tools the connection offers (after the filter), when connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<usize>,
+}
+
+/// One declared server: what operators see, and the validated manifest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Declared {
+    pub status: ServerStatus,
+    pub manifest: Option<ServerManifest>,
+}
+
+/// Every declared server with its manifest, in the loader's order.
+pub fn declarations<'a>(
+    declared: impl IntoIterator<Item = (&'a str, &'a str, &'a Value)>,
+) -> Vec<Declared> {
+    declared
+        .into_iter()
+        .filter_map(|(server, path, raw)| {
+            let status = statuses([(server, path, raw)]).into_iter().next()?;
+            Some(Declared {
+                status,
+                manifest: ServerManifest::parse(raw).ok(),
+            })
+        })
+        .collect()
 }
 
 /// The status of every declared server, in the loader's order.
@@ -69,6 +100,7 @@ pub fn statuses<'a>(
                     connect_capability,
                     call_capability: None,
                     fingerprint,
+                    tools: None,
                 },
                 Ok(m) => ServerStatus {
                     server: server.to_owned(),
@@ -83,6 +115,7 @@ pub fn statuses<'a>(
                     call_capability: Some(m.call_capability(server)),
                     connect_capability,
                     fingerprint,
+                    tools: None,
                 },
             }
         })

@@ -49,6 +49,13 @@ pub struct Delegation {
     pub parent_core: Option<String>,
 }
 
+impl Delegation {
+    /// A child agent's session (delegated by another session).
+    pub fn is_child(&self) -> bool {
+        self.depth > 0
+    }
+}
+
 impl Default for Delegation {
     fn default() -> Self {
         Self {

@@ -441,7 +441,7 @@ impl TurnService {
         // A child agent's session sees only its narrowed tools.
         let delegation = self.delegation_of(sid).await.map_err(db)?;
         let narrowed;
-        let catalog = match &delegation {
+        let mut catalog = match &delegation {
             None => &core.resolved,
             Some(d) => {
                 let parent =
@@ -475,6 +475,23 @@ impl TurnService {
             bound_session: ctx.bound,
             delegation: delegation.unwrap_or_default(),
         };
+        // The core's MCP servers join the turn's catalog once allowed and
+        // approved (the dispatcher asks). A child agent keeps exactly the
+        // tools it was narrowed to: no MCP servers join it.
+        let with_mcp = if call_ctx.delegation.is_child() {
+            None
+        } else {
+            inner
+                .dispatcher
+                .mcp_catalog(&call_ctx, catalog, &core.mcp)
+                .await
+        };
+        if let Some(extended) = &with_mcp {
+            catalog = extended;
+        }
+        if token.is_cancelled() {
+            return Err(TurnEnd::Cancelled);
+        }
         let script = match &ctx.mode {
             Mode::Direct {
                 call_id,
