@@ -60,7 +60,12 @@ pub struct VersionList {
 #[into_params(parameter_in = Query)]
 pub struct ChangeQuery {
     /// Commit message (default: `update <core>/<path>` or `delete <core>/<path>`); at most 500 characters.
-    #[param(min_length = 1, max_length = 500, pattern = "\\S")]
+    /// No control characters but newlines and tabs, and not only whitespace.
+    #[param(
+        min_length = 1,
+        max_length = 500,
+        pattern = "^[^\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f]*$"
+    )]
     pub message: Option<String>,
 }
 

@@ -123,6 +123,9 @@ pub async fn search(
         offset,
     )
     .map_err(SearchError::from)?;
+    if q.reason.as_deref().is_some_and(|r| r.chars().count() > 500) {
+        return Err(Error::Invalid("reason is longer than 500 characters".into()).into());
+    }
     let tenant_wide = match q.scope.as_deref() {
         None | Some("") | Some("own") => false,
         Some("tenant") => true,
@@ -186,7 +189,7 @@ pub async fn search(
 pub struct AuditQuery {
     /// Records older than this cursor (a previous answer's `next_cursor`;
     /// empty: the newest).
-    #[param(pattern = "^[0-9]{0,18}$")]
+    #[param(pattern = "^(|[1-9][0-9]{0,17})$")]
     pub cursor: Option<String>,
     /// Most records, 1 to 200 (default 50).
     #[param(minimum = 1, maximum = 200)]

@@ -129,20 +129,22 @@ impl RevisionSpec {
 /// A commit message for a core change: trimmed, at most 500 characters,
 /// no control characters other than newlines and tabs.
 pub fn commit_message(raw: &str) -> Result<String, PathError> {
-    let trimmed = raw.trim();
-    if trimmed.is_empty() {
-        return Err(PathError("the commit message is empty".into()));
-    }
-    if trimmed.chars().count() > 500 {
+    // Checked as sent (before trimming), so the API document's length and
+    // pattern say exactly what is taken.
+    if raw.chars().count() > 500 {
         return Err(PathError(
             "the commit message is longer than 500 characters".into(),
         ));
     }
-    if let Some(c) = trimmed
+    if let Some(c) = raw
         .chars()
         .find(|c| c.is_control() && *c != '\n' && *c != '\t')
     {
         return Err(PathError(format!("the commit message contains {c:?}")));
+    }
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return Err(PathError("the commit message is empty".into()));
     }
     Ok(trimmed.to_owned())
 }
