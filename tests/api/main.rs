@@ -20,6 +20,7 @@ mod operations;
 mod protection;
 mod runtime;
 mod sessions;
+mod skills;
 mod streams;
 mod tasks;
 mod terminal;

@@ -67,6 +67,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "session_search",
     "skills_list",
     "skill_view",
+    "skill_manage",
     "todo",
     "clarify",
     "tools_list",

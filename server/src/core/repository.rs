@@ -36,6 +36,10 @@ pub struct CoreView {
     pub max_model_steps: u32,
     /// Skills of the core: (id, absolute path of its markdown file).
     pub skills: Vec<(String, std::path::PathBuf)>,
+    /// The core's folder on disk.
+    pub dir: PathBuf,
+    /// The skill root relative to the core folder.
+    pub skills_root: String,
 }
 
 /// Which provider and model a core's turns use, and with what options.
@@ -376,5 +380,7 @@ fn build_view(
             .map(|k| (k.id.clone(), core_dir.join(&k.path_rel)))
             .collect(),
         max_model_steps: core.manifest.runtime.max_model_steps.clamp(1, 90) as u32,
+        dir: core_dir.to_path_buf(),
+        skills_root: core.skills_root.clone(),
     })
 }

@@ -23,7 +23,7 @@ use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::tools::clarify as tools_clarify;
 use crate::tools::contract::{parse_args, Approval, Gate, Host, Plan, TaskJob, Tool, ToolEnv};
-use crate::tools::{files, history, search, skills, task_tools, terminal, todo};
+use crate::tools::{files, history, search, skill_manage, skills, task_tools, terminal, todo};
 use crate::wire::events::{self, EventPayload};
 use approvals::preview::argument_preview;
 use approvals::{ApprovalRequest, ApprovalScope, Approvals, Verdict};
@@ -152,6 +152,22 @@ impl Host for Dispatcher {
             &ctx.cancel,
         ))
     }
+
+    fn change_core<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        edits: Vec<(crate::core::path::CoreFilePath, crate::core::edit::Edit)>,
+        message: String,
+    ) -> BoxFuture<'a, Result<crate::core::edit::CoreChange, crate::core::edit::CoreEditError>>
+    {
+        Box::pin(self.cores.change(
+            &ctx.scope,
+            &ctx.core.id,
+            edits,
+            message,
+            crate::core::edit::Authority::Approved,
+        ))
+    }
 }
 
 /// The live view of one call's output: a preview of at most
@@ -217,6 +233,8 @@ pub struct Dispatcher {
     store: crate::store::Store,
     home: PathBuf,
     walls: Arc<Walls>,
+    /// The tenants' agents trees: the core tools change them.
+    cores: crate::core::repository::CoreRepository,
 }
 
 /// What the turn loop gets back: the model view of the result.
@@ -226,6 +244,8 @@ pub struct CallRecord {
 }
 
 impl Dispatcher {
+    // Each is a separate service the one dispatcher joins; a builder would add nothing.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         approvals: Approvals,
         clarifications: Clarifications,
@@ -234,6 +254,7 @@ impl Dispatcher {
         store: crate::store::Store,
         home: &Path,
         walls: Arc<Walls>,
+        cores: crate::core::repository::CoreRepository,
     ) -> Arc<Self> {
         Arc::new(Self {
             approvals,
@@ -243,6 +264,7 @@ impl Dispatcher {
             events,
             home: home.to_path_buf(),
             walls,
+            cores,
         })
     }
 
@@ -303,6 +325,7 @@ impl Dispatcher {
             "session_search" => self.drive::<history::SessionSearch>(&env).await,
             "skills_list" => self.drive::<skills::SkillsList>(&env).await,
             "skill_view" => self.drive::<skills::SkillView>(&env).await,
+            "skill_manage" => self.drive::<skill_manage::SkillManage>(&env).await,
             "clarify" => self.drive::<tools_clarify::Clarify>(&env).await,
             "tools_list" => self.drive::<crate::tools::ToolsList>(&env).await,
             "web_extract" => self.drive::<crate::tools::web::WebExtract>(&env).await,

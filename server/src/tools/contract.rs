@@ -196,12 +196,25 @@ pub struct CallContext {
     /// Identity of the core's effective configuration; approvals cached for
     /// the session die when it changes.
     pub core_fingerprint: String,
-    /// The core's skills: (id, absolute path of the markdown file).
+    /// The core's skills: (id, absolute path of the markdown file), as
+    /// the turn loaded them (a change shows from the next turn).
     pub skills: Arc<Vec<(String, PathBuf)>>,
+    /// The session's core, as the turn loaded it.
+    pub core: Arc<CoreRef>,
     pub cancel: CancellationToken,
     /// A chat channel's turn: its principal reads only this session's
     /// history ([`crate::history::Reach::bound`]).
     pub bound_session: bool,
+}
+
+/// Which core a turn runs and where its skills live.
+#[derive(Debug, Clone)]
+pub struct CoreRef {
+    pub id: crate::ids::CoreId,
+    /// The core folder in the tenant's live agents tree.
+    pub dir: PathBuf,
+    /// The skill root relative to `dir`, `/`-separated (empty: the core folder).
+    pub skills_root: String,
 }
 
 /// The walls every effect of a tenant stays inside: the child-process
@@ -297,6 +310,17 @@ pub trait Host: Send + Sync {
         question: &'a str,
         choices: &'a [String],
     ) -> BoxFuture<'a, crate::error::Result<Answer>>;
+
+    /// Make `edits` to the call's core as one new live revision, checked on
+    /// a staged copy (refused when the core would no longer load). The
+    /// running turn keeps the core it loaded; the next turn sees the change.
+    /// Only for a call whose approvals the dispatcher has already passed.
+    fn change_core<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        edits: Vec<(crate::core::path::CoreFilePath, crate::core::edit::Edit)>,
+        message: String,
+    ) -> BoxFuture<'a, Result<crate::core::edit::CoreChange, crate::core::edit::CoreEditError>>;
 }
 
 /// What a tool sees: its call context, its catalog entry, the walls and the
@@ -432,6 +456,15 @@ pub(crate) mod testing {
         ) -> BoxFuture<'a, crate::error::Result<Answer>> {
             Box::pin(async { Ok(Answer::TimedOut) })
         }
+        fn change_core<'a>(
+            &'a self,
+            _: &'a CallContext,
+            _: Vec<(crate::core::path::CoreFilePath, crate::core::edit::Edit)>,
+            _: String,
+        ) -> BoxFuture<'a, Result<crate::core::edit::CoreChange, crate::core::edit::CoreEditError>>
+        {
+            Box::pin(async { Err(crate::core::edit::CoreEditError::NotFound) })
+        }
     }
 
     /// A fixture whose core grants `grants` and has every built-in.
@@ -454,6 +487,11 @@ pub(crate) mod testing {
             state_dir: home.join("state"),
             core_fingerprint: "fp".into(),
             skills: Arc::new(Vec::new()),
+            core: Arc::new(CoreRef {
+                id: crate::ids::CoreId::parse("core").expect("core id"),
+                dir: home.join("core"),
+                skills_root: "agent/skills".into(),
+            }),
             cancel: CancellationToken::new(),
             bound_session: false,
         };

@@ -10,6 +10,7 @@ pub mod contract;
 pub mod files;
 pub mod history;
 pub mod search;
+pub mod skill_manage;
 pub mod skills;
 pub mod task_tools;
 pub mod terminal;
