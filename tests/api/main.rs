@@ -26,4 +26,5 @@ mod tasks;
 mod terminal;
 mod tokens;
 mod turns;
+mod versions;
 mod web;

@@ -76,6 +76,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "task_status",
     "task_control",
     "yield_until",
+    "rollback_core",
 ];
 
 /// What the authored-tool runner needs to call one authored tool.

@@ -167,7 +167,7 @@ pub enum Authority {
 }
 
 impl CoreRepository {
-    fn writer_lock(&self, tenant: &TenantId) -> Arc<tokio::sync::Mutex<()>> {
+    pub(super) fn writer_lock(&self, tenant: &TenantId) -> Arc<tokio::sync::Mutex<()>> {
         self.writers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -177,7 +177,7 @@ impl CoreRepository {
     }
 
     /// Seeds the tenant's tree on first use (blocking; never on the turn path).
-    async fn ready_tree(&self, tenant: &TenantId) -> Result<PathBuf, CoreEditError> {
+    pub(super) async fn ready_tree(&self, tenant: &TenantId) -> Result<PathBuf, CoreEditError> {
         let (this, t) = (self.clone(), tenant.clone());
         tokio::task::spawn_blocking(move || this.ensure_seeded(&t))
             .await
@@ -513,7 +513,7 @@ fn core_ids(agents: &Path) -> anyhow::Result<Vec<CoreId>> {
 }
 
 /// The core's folder: a real folder (not a link) with an `agent.yaml`.
-fn core_folder(agents: &Path, core: &CoreId) -> Result<PathBuf, CoreEditError> {
+pub(super) fn core_folder(agents: &Path, core: &CoreId) -> Result<PathBuf, CoreEditError> {
     let dir = agents.join(core.as_str());
     let real_dir = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
     let manifest = std::fs::symlink_metadata(dir.join("agent.yaml")).is_ok_and(|m| m.is_file());

@@ -47,6 +47,7 @@ pub mod loader;
 pub mod manifest;
 pub mod path;
 pub mod repository;
+pub mod rollback;
 pub mod seed;
 
 pub use loader::{

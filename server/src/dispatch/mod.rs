@@ -160,13 +160,63 @@ impl Host for Dispatcher {
         message: String,
     ) -> BoxFuture<'a, Result<crate::core::edit::CoreChange, crate::core::edit::CoreEditError>>
     {
-        Box::pin(self.cores.change(
-            &ctx.scope,
-            &ctx.core.id,
-            edits,
-            message,
-            crate::core::edit::Authority::Approved,
-        ))
+        Box::pin(async move {
+            let change = self
+                .cores
+                .change(
+                    &ctx.scope,
+                    &ctx.core.id,
+                    edits,
+                    message,
+                    crate::core::edit::Authority::Approved,
+                )
+                .await?;
+            self.core_moved(ctx.scope.tenant(), &[ctx.core.id.to_string()])
+                .await;
+            Ok(change)
+        })
+    }
+
+    fn rollback_core<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        target: crate::core::path::RevisionSpec,
+        reason: Option<String>,
+    ) -> BoxFuture<'a, Result<crate::core::rollback::CoreRollback, crate::core::edit::CoreEditError>>
+    {
+        Box::pin(async move {
+            let done = self
+                .cores
+                .rollback(
+                    &ctx.scope,
+                    &ctx.core.id,
+                    &target,
+                    reason.as_deref(),
+                    crate::core::edit::Authority::Approved,
+                )
+                .await?;
+            let mut moved = done.cores.clone();
+            moved.push(ctx.core.id.to_string());
+            self.core_moved(ctx.scope.tenant(), &moved).await;
+            Ok(done)
+        })
+    }
+}
+
+impl Dispatcher {
+    /// The live revision of these cores moved: their sessions'
+    /// `allow_session` grants die. After the commit, so a failure can only
+    /// be logged (a grant's key still carries the core's fingerprint, so it
+    /// can only come back with the very same content).
+    pub async fn core_moved(&self, tenant: &crate::ids::TenantId, cores: &[String]) {
+        let mut cores = cores.to_vec();
+        cores.sort();
+        cores.dedup();
+        for core in &cores {
+            if let Err(e) = self.store.delete_core_session_grants(tenant, core).await {
+                tracing::error!(error = %e, %core, "could not drop the session grants of a changed core");
+            }
+        }
     }
 }
 
@@ -326,6 +376,10 @@ impl Dispatcher {
             "skills_list" => self.drive::<skills::SkillsList>(&env).await,
             "skill_view" => self.drive::<skills::SkillView>(&env).await,
             "skill_manage" => self.drive::<skill_manage::SkillManage>(&env).await,
+            "rollback_core" => {
+                self.drive::<crate::tools::core_tools::RollbackCore>(&env)
+                    .await
+            }
             "clarify" => self.drive::<tools_clarify::Clarify>(&env).await,
             "tools_list" => self.drive::<crate::tools::ToolsList>(&env).await,
             "web_extract" => self.drive::<crate::tools::web::WebExtract>(&env).await,

@@ -321,6 +321,16 @@ pub trait Host: Send + Sync {
         edits: Vec<(crate::core::path::CoreFilePath, crate::core::edit::Edit)>,
         message: String,
     ) -> BoxFuture<'a, Result<crate::core::edit::CoreChange, crate::core::edit::CoreEditError>>;
+
+    /// Roll the call's tenant's agents tree back to `target` (a new commit),
+    /// holding the call's core; `allow_session` grants of every changed
+    /// core die. Only for a call whose approvals have been passed.
+    fn rollback_core<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        target: crate::core::path::RevisionSpec,
+        reason: Option<String>,
+    ) -> BoxFuture<'a, Result<crate::core::rollback::CoreRollback, crate::core::edit::CoreEditError>>;
 }
 
 /// What a tool sees: its call context, its catalog entry, the walls and the
@@ -463,6 +473,17 @@ pub(crate) mod testing {
             _: String,
         ) -> BoxFuture<'a, Result<crate::core::edit::CoreChange, crate::core::edit::CoreEditError>>
         {
+            Box::pin(async { Err(crate::core::edit::CoreEditError::NotFound) })
+        }
+        fn rollback_core<'a>(
+            &'a self,
+            _: &'a CallContext,
+            _: crate::core::path::RevisionSpec,
+            _: Option<String>,
+        ) -> BoxFuture<
+            'a,
+            Result<crate::core::rollback::CoreRollback, crate::core::edit::CoreEditError>,
+        > {
             Box::pin(async { Err(crate::core::edit::CoreEditError::NotFound) })
         }
     }

@@ -7,6 +7,7 @@
 pub mod beneath;
 pub mod clarify;
 pub mod contract;
+pub mod core_tools;
 pub mod files;
 pub mod history;
 pub mod search;
