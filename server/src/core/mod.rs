@@ -42,6 +42,7 @@
 //! `agent.yaml: tools.toolsets[1]: unknown toolset "codng" (known: coding, demiurge_control, schedule)`.
 
 pub mod edit;
+pub mod gates;
 pub mod git;
 pub mod loader;
 pub mod manifest;
