@@ -112,10 +112,39 @@ async fn a_skill_made_in_one_turn_is_seen_from_the_next_on_every_backend() {
         );
         assert_eq!(res[1]["data"]["data"]["content"], DEPLOY);
 
+        // An update shows from the next turn, never in the running one.
+        let evs = run_script(
+            &app,
+            &tok,
+            &sid,
+            json!([
+                {"tool_calls": [manage(json!({"action": "update", "name": "deploy", "content": "# deploy\nv2\n"}))]},
+                {"tool_calls": [{"name": "skill_view", "arguments": {"name": "deploy"}}]},
+                {"content": "done"}
+            ]),
+            "allow_once",
+        )
+        .await;
+        assert_eq!(results(&evs), ["succeeded", "succeeded"]);
+        assert_eq!(tool_results(&evs)[1]["data"]["data"]["content"], DEPLOY);
+        let evs = run_script(
+            &app,
+            &tok,
+            &sid,
+            calls(json!([{"name": "skill_view", "arguments": {"name": "deploy"}}])),
+            "deny",
+        )
+        .await;
+        assert_eq!(
+            tool_results(&evs)[0]["data"]["data"]["content"],
+            "# deploy\nv2\n"
+        );
+
         // The change is a revision of the core, by the caller.
         let (st, v) = app.get(&tok, "/v1/cores/assistant/versions").await;
         assert_eq!(st, 200, "{v}");
-        assert_eq!(v["versions"][0]["message"], "skill_manage create deploy");
+        assert_eq!(v["versions"][0]["message"], "skill_manage update deploy");
+        assert_eq!(v["versions"][1]["message"], "skill_manage create deploy");
         assert_eq!(v["versions"][0]["author"], "alice");
     }
 }

@@ -196,15 +196,43 @@ pub struct CallContext {
     /// Identity of the core's effective configuration; approvals cached for
     /// the session die when it changes.
     pub core_fingerprint: String,
-    /// The core's skills: (id, absolute path of the markdown file), as
-    /// the turn loaded them (a change shows from the next turn).
-    pub skills: Arc<Vec<(String, PathBuf)>>,
+    /// The core's skills as the turn's revision holds them (read when the
+    /// revision was loaded, so a change shows from the next turn only).
+    pub skills: Arc<Vec<SkillDoc>>,
     /// The session's core, as the turn loaded it.
     pub core: Arc<CoreRef>,
     pub cancel: CancellationToken,
     /// A chat channel's turn: its principal reads only this session's
     /// history ([`crate::history::Reach::bound`]).
     pub bound_session: bool,
+}
+
+/// One skill of a core revision: its id, markdown file and text (`None`
+/// when it could not be read as text within the size limit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillDoc {
+    pub id: String,
+    /// Absolute path of the markdown file in the live tree.
+    pub md: PathBuf,
+    pub text: Option<String>,
+}
+
+/// Largest skill file read, in bytes.
+pub const MAX_SKILL_BYTES: u64 = 512 * 1024;
+
+impl SkillDoc {
+    /// Reads the skill at `md` (a regular file, never through a final link).
+    pub fn read(id: &str, md: PathBuf) -> Self {
+        let text = std::fs::symlink_metadata(&md)
+            .ok()
+            .filter(|m| m.is_file() && m.len() <= MAX_SKILL_BYTES)
+            .and_then(|_| std::fs::read_to_string(&md).ok());
+        Self {
+            id: id.to_owned(),
+            md,
+            text,
+        }
+    }
 }
 
 /// Which core a turn runs and where its skills live.

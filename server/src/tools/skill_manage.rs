@@ -503,8 +503,8 @@ impl Tool for SkillManage {
             .ctx
             .skills
             .iter()
-            .find(|(id, _)| *id == name)
-            .and_then(|(_, md)| md.strip_prefix(&core.dir).ok())
+            .find(|doc| doc.id == name)
+            .and_then(|doc| doc.md.strip_prefix(&core.dir).ok())
             .map(|p| p.to_string_lossy().replace('\\', "/"));
         let listed = listed.filter(|p| under_root(&root, p) && is_file(&core.dir, p));
         let target = resolve_target(

@@ -1,6 +1,9 @@
 //! `skills_list` and `skill_view`: read-only views of the core's skills
 //! (`<id>.md` or `<id>/SKILL.md` with optional `references/`, `templates/`,
 //! `scripts/`, `assets/` files). Only files the core declares are readable.
+//! The skills and their text are those of the turn's core revision (read
+//! once per revision), so a `skill_manage` change shows from the next turn;
+//! a support file is read when it is viewed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,11 +11,11 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::contract::{CoreRef, Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
+use super::contract::{CoreRef, Gate, Plan, SkillDoc, Tool, ToolEnv, ToolOutcome, ToolStatus};
 
 const LINKED_DIRS: &[&str] = &["references", "templates", "scripts", "assets"];
 /// Largest skill file shown.
-const MAX_BYTES: u64 = 512 * 1024;
+const MAX_BYTES: u64 = super::contract::MAX_SKILL_BYTES;
 
 struct Meta {
     name: String,
@@ -144,12 +147,14 @@ impl Skill {
     }
 }
 
-fn load(skills: &[(String, PathBuf)], core: &CoreRef) -> Vec<Skill> {
+/// The turn's skills, from the texts its core revision was loaded with.
+fn load(skills: &[SkillDoc], core: &CoreRef) -> Vec<Skill> {
     let root = core.skills_root.trim_end_matches('/');
     skills
         .iter()
-        .filter_map(|(id, md)| {
-            let text = read(md)?;
+        .filter_map(|doc| {
+            let (id, md) = (&doc.id, &doc.md);
+            let text = doc.text.clone()?;
             let path = md
                 .strip_prefix(&core.dir)
                 .map(|p| p.to_string_lossy().replace('\\', "/"))
