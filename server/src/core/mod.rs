@@ -49,6 +49,7 @@ pub mod manifest;
 pub mod path;
 pub mod repository;
 pub mod rollback;
+pub mod runs;
 pub mod seed;
 
 pub use loader::{
