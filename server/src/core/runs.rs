@@ -2,8 +2,8 @@
 //! `evolve_core` (the evolver child agent that edits a run is not here):
 //!
 //! * [`create`]: an isolated git worktree of the live revision at
-//!   `.evolve/runs/<run_id>/agents` (`.evolve/` is kept out of the tree's
-//!   commits), with `run.json` beside it;
+//!   `.evolve/runs/<run_id>/agents` (a hidden folder: never a core, never in
+//!   a commit of the tree), with `run.json` beside it;
 //! * [`review`]: the worktree's content as a commit on top of its base,
 //!   recorded at `refs/demiurge/runs/<run_id>`, and the host's gates
 //!   ([`super::gates`]) on it;
@@ -97,16 +97,8 @@ pub fn create(
     let base = git
         .live(agents)?
         .ok_or_else(|| CoreEditError::Invalid("the agents tree has no live revision".into()))?;
-    // `.evolve/` never enters the tree's own commits.
-    let exclude = agents.join(".git/info/exclude");
-    let current = std::fs::read_to_string(&exclude).unwrap_or_default();
-    if !current.lines().any(|l| l.trim() == "/.evolve/") {
-        if let Some(parent) = exclude.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("exclude: {e}"))?;
-        }
-        std::fs::write(&exclude, format!("{current}/.evolve/\n"))
-            .map_err(|e| anyhow::anyhow!("exclude: {e}"))?;
-    }
+    // `.evolve/` never enters the tree's own commits: the host commits
+    // only core folders (`commit_live`'s pathspec) or whole trees it built.
     crate::bootstrap::private_dir(&dir)?;
     let worktree = dir.join("agents");
     let wt = worktree.to_string_lossy().into_owned();

@@ -45,8 +45,12 @@ fn create_review_promote_discard() {
     assert_eq!(info.base, base);
     assert!(wt(agents, "r1").join("c/agent.yaml").is_file());
     assert!(agents.join(".evolve/runs/r1/run.json").is_file());
-    // The run folder stays out of the tree's own status.
-    assert_eq!(git.run(agents, &["status", "--porcelain"]).unwrap(), "");
+    // The run folder stays out of the cores' status.
+    assert_eq!(
+        git.run(agents, &["status", "--porcelain", "--", "c"])
+            .unwrap(),
+        ""
+    );
     assert!(matches!(
         create(&git, agents, "r1", "again"),
         Err(CoreEditError::Conflict(_))
@@ -94,6 +98,10 @@ fn create_review_promote_discard() {
         "# new\n"
     );
 
+    let files = git
+        .run(agents, &["ls-tree", "-r", "--name-only", "HEAD"])
+        .unwrap();
+    assert!(!files.contains(".evolve"), "{files}");
     assert!(discard(&git, agents, "r1").unwrap());
     assert!(!agents.join(".evolve/runs/r1").exists());
     let list = git
