@@ -268,6 +268,77 @@ pub fn discard(git: &GitRunner, agents: &Path, run_id: &str) -> Result<bool, Cor
     Ok(existed || had_ref)
 }
 
+impl super::repository::CoreRepository {
+    /// Run `f` on the tenant's tree with its `git`, holding the tenant's
+    /// writer lock (runs and live changes take turns).
+    async fn with_tree<T: Send + 'static>(
+        &self,
+        tenant: &crate::ids::TenantId,
+        f: impl FnOnce(&GitRunner, &Path) -> Result<T, CoreEditError> + Send + 'static,
+    ) -> Result<T, CoreEditError> {
+        let agents = self.ready_tree(tenant).await?;
+        let lock = self.writer_lock(tenant);
+        let _held = lock.lock().await;
+        let git = self.git_runner(tenant, &agents)?;
+        tokio::task::spawn_blocking(move || f(&git, &agents))
+            .await
+            .map_err(|e| anyhow::anyhow!("evolve run: {e}"))?
+    }
+
+    /// [`create`] in the tenant's tree.
+    pub async fn run_create(
+        &self,
+        tenant: &crate::ids::TenantId,
+        run_id: &str,
+        goal: &str,
+    ) -> Result<RunInfo, CoreEditError> {
+        let (id, goal) = (run_id.to_owned(), goal.to_owned());
+        self.with_tree(tenant, move |git, agents| create(git, agents, &id, &goal))
+            .await
+    }
+
+    /// [`review`] in the tenant's tree.
+    pub async fn run_review(
+        &self,
+        tenant: &crate::ids::TenantId,
+        run_id: &str,
+    ) -> Result<Review, CoreEditError> {
+        let id = run_id.to_owned();
+        self.with_tree(tenant, move |git, agents| review(git, agents, &id))
+            .await
+    }
+
+    /// [`promote`] in the tenant's tree; the changed cores load anew on
+    /// their next turn. The caller drops their `allow_session` grants.
+    pub async fn run_promote(
+        &self,
+        tenant: &crate::ids::TenantId,
+        run_id: &str,
+    ) -> Result<Promoted, CoreEditError> {
+        let id = run_id.to_owned();
+        let done = self
+            .with_tree(tenant, move |git, agents| promote(git, agents, &id))
+            .await?;
+        for c in &done.cores {
+            if let Ok(core) = crate::ids::CoreId::parse(c) {
+                self.invalidate(tenant, &core);
+            }
+        }
+        Ok(done)
+    }
+
+    /// [`discard`] in the tenant's tree.
+    pub async fn run_discard(
+        &self,
+        tenant: &crate::ids::TenantId,
+        run_id: &str,
+    ) -> Result<bool, CoreEditError> {
+        let id = run_id.to_owned();
+        self.with_tree(tenant, move |git, agents| discard(git, agents, &id))
+            .await
+    }
+}
+
 #[cfg(test)]
 #[path = "runs_tests.rs"]
 mod tests;

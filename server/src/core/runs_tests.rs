@@ -216,3 +216,31 @@ fn run_ids_and_links_are_walls() {
         Err(CoreEditError::NotFound)
     ));
 }
+
+#[tokio::test]
+async fn a_promoted_run_is_what_the_next_load_sees() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = crate::core::repository::CoreRepository::new(home.path());
+    let tenant = crate::ids::TenantId::parse("t1").unwrap();
+    let core = crate::ids::CoreId::parse("assistant").unwrap();
+    repo.ensure_seeded(&tenant).unwrap();
+    let before = repo.load(&tenant, &core).await.unwrap();
+    assert!(before.soul.as_deref().unwrap_or("").contains("assistant"));
+
+    repo.run_create(&tenant, "r1", "a new soul").await.unwrap();
+    let worktree = repo.agents_dir(&tenant).join(".evolve/runs/r1/agents");
+    std::fs::write(worktree.join("assistant/agent/SOUL.md"), "# evolved\n").unwrap();
+    let r = repo.run_review(&tenant, "r1").await.unwrap();
+    assert!(r.report.passed, "{:?}", r.report.failures());
+    // Not live until promoted.
+    assert_eq!(repo.load(&tenant, &core).await.unwrap().soul, before.soul);
+    let p = repo.run_promote(&tenant, "r1").await.unwrap();
+    assert_eq!(p.cores, ["assistant"]);
+    let after = repo.load(&tenant, &core).await.unwrap();
+    assert_eq!(after.soul.as_deref(), Some("# evolved"));
+    assert!(repo.run_discard(&tenant, "r1").await.unwrap());
+    assert!(!worktree.exists());
+    // The tree's own listing never shows the run folder as a core.
+    let cores = repo.list_cores(&tenant).await.unwrap();
+    assert_eq!(cores.len(), 1);
+}
