@@ -153,6 +153,7 @@ impl Application {
             store.clone(),
             &config.home,
             walls.clone(),
+            cores.clone(),
         );
         let turns = TurnService::new(
             store.clone(),

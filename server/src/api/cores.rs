@@ -1,6 +1,8 @@
 //! A tenant's Agent Cores: list, describe, read and write files, versions
 //! and diffs. Everyone in the tenant reads; tenant operators and admins
 //! write. A core of another tenant is simply not in the caller's tree.
+//! A write moves the core's live revision, so the `allow_session` grants of
+//! its sessions die with it.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -219,11 +221,15 @@ pub async fn put_core_file(
     let path = file_path(&path)?;
     let message = message(query.message)?;
     let text = text_body(&headers, body)?;
-    Ok(Json(
-        app.cores
-            .put_file(&scope, &core, &path, text, message)
-            .await?,
-    ))
+    let change = app
+        .cores
+        .put_file(&scope, &core, &path, text, message)
+        .await?;
+    // Live moved: grants made for the old revision die with it.
+    app.dispatcher
+        .core_moved(scope.tenant(), &[core.to_string()])
+        .await;
+    Ok(Json(change))
 }
 
 /// Delete a core file (tenant operators and admins) as a new live revision;
@@ -248,9 +254,11 @@ pub async fn delete_core_file(
     let core = core_id(&core)?;
     let path = file_path(&path)?;
     let message = message(query.message)?;
-    Ok(Json(
-        app.cores.delete_file(&scope, &core, &path, message).await?,
-    ))
+    let change = app.cores.delete_file(&scope, &core, &path, message).await?;
+    app.dispatcher
+        .core_moved(scope.tenant(), &[core.to_string()])
+        .await;
+    Ok(Json(change))
 }
 
 /// The revisions that changed this core, newest first, with author and message.

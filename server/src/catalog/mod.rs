@@ -67,6 +67,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "session_search",
     "skills_list",
     "skill_view",
+    "skill_manage",
     "todo",
     "clarify",
     "tools_list",
@@ -77,6 +78,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "yield_until",
     "delegate_task",
     "schedule_manage",
+    "rollback_core",
 ];
 
 /// What the authored-tool runner needs to call one authored tool.

@@ -146,14 +146,28 @@ pub struct CoreDiff {
     pub truncated: bool,
 }
 
-/// What a write does to one file.
-enum Edit {
+/// What a change does to one path of a core.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Edit {
+    /// Write the file (created with its folders if missing).
     Put(Vec<u8>),
+    /// Remove the file (it must exist).
     Delete,
+    /// Remove the folder and everything under it (it must exist).
+    DeleteTree,
+}
+
+/// Who stands behind a change: a caller whose role must allow it (the
+/// core API), or a tool call the dispatcher has already had approved
+/// (`skill_manage`), which any principal may make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Authority {
+    Role,
+    Approved,
 }
 
 impl CoreRepository {
-    fn writer_lock(&self, tenant: &TenantId) -> Arc<tokio::sync::Mutex<()>> {
+    pub(super) fn writer_lock(&self, tenant: &TenantId) -> Arc<tokio::sync::Mutex<()>> {
         self.writers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -163,7 +177,7 @@ impl CoreRepository {
     }
 
     /// Seeds the tenant's tree on first use (blocking; never on the turn path).
-    async fn ready_tree(&self, tenant: &TenantId) -> Result<PathBuf, CoreEditError> {
+    pub(super) async fn ready_tree(&self, tenant: &TenantId) -> Result<PathBuf, CoreEditError> {
         let (this, t) = (self.clone(), tenant.clone());
         tokio::task::spawn_blocking(move || this.ensure_seeded(&t))
             .await
@@ -281,8 +295,14 @@ impl CoreRepository {
             )));
         }
         let message = message.unwrap_or_else(|| format!("update {core}/{path}"));
-        self.change(scope, core, path, Edit::Put(text), message)
-            .await
+        self.change(
+            scope,
+            core,
+            vec![(path.clone(), Edit::Put(text))],
+            message,
+            Authority::Role,
+        )
+        .await
     }
 
     /// Delete a core file as a new live revision.
@@ -294,18 +314,39 @@ impl CoreRepository {
         message: Option<String>,
     ) -> Result<CoreChange, CoreEditError> {
         let message = message.unwrap_or_else(|| format!("delete {core}/{path}"));
-        self.change(scope, core, path, Edit::Delete, message).await
+        self.change(
+            scope,
+            core,
+            vec![(path.clone(), Edit::Delete)],
+            message,
+            Authority::Role,
+        )
+        .await
     }
 
-    async fn change(
+    /// Make `edits` (in order) as one new live revision, checked on a
+    /// staged copy first. The result names the first edited path.
+    pub async fn change(
         &self,
         scope: &PrincipalScope,
         core: &CoreId,
-        path: &CoreFilePath,
-        edit: Edit,
+        edits: Vec<(CoreFilePath, Edit)>,
         message: String,
+        authority: Authority,
     ) -> Result<CoreChange, CoreEditError> {
-        if !scope.is_operator() {
+        let Some(first) = edits.first().map(|(p, _)| p.to_string()) else {
+            return Err(CoreEditError::Invalid("nothing to change".into()));
+        };
+        for (p, e) in &edits {
+            if let Edit::Put(bytes) = e {
+                if bytes.len() > MAX_FILE_BYTES {
+                    return Err(CoreEditError::TooLarge(format!(
+                        "{p}: a core file may hold at most {MAX_FILE_BYTES} bytes"
+                    )));
+                }
+            }
+        }
+        if authority == Authority::Role && !scope.is_operator() {
             return Err(CoreEditError::Forbidden(
                 "changing a core needs a tenant operator or admin".into(),
             ));
@@ -327,14 +368,13 @@ impl CoreRepository {
             name: scope.principal().to_string(),
             email: format!("{}@{}", scope.principal(), tenant),
         };
-        let (core_id, rel) = (core.clone(), path.clone());
+        let core_id = core.clone();
         let result = tokio::task::spawn_blocking(move || {
             let out = apply(
                 &git,
                 &agents,
                 &core_id,
-                &rel,
-                edit,
+                edits,
                 &author,
                 &message,
                 &stage_root,
@@ -349,7 +389,7 @@ impl CoreRepository {
         let (revision, previous) = result?;
         Ok(CoreChange {
             core: core.to_string(),
-            path: path.to_string(),
+            path: first,
             revision,
             previous,
         })
@@ -473,7 +513,7 @@ fn core_ids(agents: &Path) -> anyhow::Result<Vec<CoreId>> {
 }
 
 /// The core's folder: a real folder (not a link) with an `agent.yaml`.
-fn core_folder(agents: &Path, core: &CoreId) -> Result<PathBuf, CoreEditError> {
+pub(super) fn core_folder(agents: &Path, core: &CoreId) -> Result<PathBuf, CoreEditError> {
     let dir = agents.join(core.as_str());
     let real_dir = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
     let manifest = std::fs::symlink_metadata(dir.join("agent.yaml")).is_ok_and(|m| m.is_file());
@@ -597,8 +637,12 @@ fn make_edit(
             }
             written
         }
-        Edit::Delete => {
-            std::fs::remove_file(file)?;
+        Edit::Delete | Edit::DeleteTree => {
+            if matches!(edit, Edit::DeleteTree) {
+                std::fs::remove_dir_all(file)?;
+            } else {
+                std::fs::remove_file(file)?;
+            }
             // Empty folders left behind go too (git does not keep them).
             let mut dir = file.parent();
             while let Some(d) = dir {
@@ -636,15 +680,51 @@ fn set_private(path: &Path, mode: u32, owner: Option<(u32, u32)>) -> std::io::Re
     Ok(())
 }
 
-/// The blocking part of a write: check on a staged copy, then change the
+/// The regular files under `dir` (links and hidden entries left out) with
+/// their bytes: what a [`Edit::DeleteTree`] must be able to put back.
+fn files_under(dir: &Path) -> std::io::Result<Vec<(PathBuf, Vec<u8>)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(entry.path())?;
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else if meta.is_file() {
+                out.push((entry.path(), std::fs::read(entry.path())?));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Puts files back as they were before a change that could not be
+/// committed: `Some(bytes)` rewritten, `None` removed.
+fn restore(core_dir: &Path, backups: Vec<(PathBuf, Option<Vec<u8>>)>, owner: Option<(u32, u32)>) {
+    for (file, before) in backups.into_iter().rev() {
+        let undo = match before {
+            Some(bytes) => make_edit(core_dir, &file, &Edit::Put(bytes), owner),
+            None if file.exists() => make_edit(core_dir, &file, &Edit::Delete, owner),
+            None => Ok(()),
+        };
+        if let Err(u) = undo {
+            tracing::error!(error = %u, file = %file.display(), "could not undo a core change");
+        }
+    }
+}
+
+/// The blocking part of a change: check on a staged copy, then change the
 /// live tree and commit. Returns (new live revision, previous live).
 #[allow(clippy::too_many_arguments)]
 fn apply(
     git: &GitRunner,
     agents: &Path,
     core: &CoreId,
-    path: &CoreFilePath,
-    edit: Edit,
+    edits: Vec<(CoreFilePath, Edit)>,
     author: &Author,
     message: &str,
     stage_root: &Path,
@@ -653,26 +733,33 @@ fn apply(
     let core_dir = agents.join(core.as_str());
     let creating = match core_folder(agents, core) {
         Ok(_) => false,
-        // A new core starts with its manifest.
+        // A new core starts with its manifest, alone.
         Err(CoreEditError::NotFound)
-            if path.as_str() == "agent.yaml"
-                && matches!(edit, Edit::Put(_))
+            if edits.len() == 1
+                && edits[0].0.as_str() == "agent.yaml"
+                && matches!(edits[0].1, Edit::Put(_))
                 && std::fs::symlink_metadata(&core_dir).is_err() =>
         {
             true
         }
         Err(e) => return Err(e),
     };
-    let file = inside(&core_dir, path)?;
-    let existing = std::fs::symlink_metadata(&file).ok();
-    match (&edit, &existing) {
-        (_, Some(m)) if m.is_dir() => {
-            return Err(CoreEditError::Conflict(format!(
-                "{path} is a folder; name a file"
-            )))
+    let mut targets = Vec::with_capacity(edits.len());
+    for (path, edit) in &edits {
+        let file = inside(&core_dir, path)?;
+        let existing = std::fs::symlink_metadata(&file).ok();
+        match (edit, &existing) {
+            (Edit::DeleteTree, Some(m)) if m.is_dir() => {}
+            (Edit::DeleteTree, _) => return Err(CoreEditError::NotFound),
+            (_, Some(m)) if m.is_dir() => {
+                return Err(CoreEditError::Conflict(format!(
+                    "{path} is a folder; name a file"
+                )))
+            }
+            (Edit::Delete, None) => return Err(CoreEditError::NotFound),
+            _ => {}
         }
-        (Edit::Delete, None) => return Err(CoreEditError::NotFound),
-        _ => {}
+        targets.push(file);
     }
     // 1. The change on a staged copy must load.
     let stage = stage_root.join(core.as_str());
@@ -681,10 +768,17 @@ fn apply(
     } else {
         copy_tree(&core_dir, &stage).map_err(|e| anyhow::anyhow!("stage core: {e}"))?;
     }
-    let staged_file = stage.join(path.as_str());
-    make_edit(&stage, &staged_file, &edit, None).map_err(|e| anyhow::anyhow!("stage: {e}"))?;
+    for (path, edit) in &edits {
+        let staged = stage.join(path.as_str());
+        match edit {
+            // The staged copy may already lack it (an earlier edit removed it).
+            Edit::Delete | Edit::DeleteTree if std::fs::symlink_metadata(&staged).is_err() => {}
+            _ => make_edit(&stage, &staged, edit, None)
+                .map_err(|e| anyhow::anyhow!("stage {path}: {e}"))?,
+        }
+    }
     // A new core gets its (empty) surface folder, which a manifest alone cannot make.
-    let surface = match (&edit, creating) {
+    let surface = match (&edits[0].1, creating) {
         (Edit::Put(bytes), true) => surface_root(bytes),
         _ => None,
     };
@@ -693,11 +787,7 @@ fn apply(
     }
     super::load_core(&stage, core.as_str(), &crate::catalog::toolset)
         .map_err(|e| CoreEditError::WouldBreak(format!("core {core}: {e}")))?;
-    // 2. The live tree, then the commit; undone if the commit fails.
-    let before = match &existing {
-        Some(_) => Some(std::fs::read(&file).map_err(|e| anyhow::anyhow!("read: {e}"))?),
-        None => None,
-    };
+    // 2. The live tree, then the commit; undone if either fails.
     if creating {
         std::fs::DirBuilder::new()
             .create(&core_dir)
@@ -708,8 +798,37 @@ fn apply(
                 .map_err(|e| anyhow::anyhow!("create core: {e}"))?;
         }
     }
-    make_edit(&core_dir, &file, &edit, owner).map_err(|e| anyhow::anyhow!("write: {e}"))?;
-    match git.commit_live(agents, core.as_str(), author, message) {
+    let mut backups: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
+    let live = (|| -> Result<(), CoreEditError> {
+        for ((path, edit), file) in edits.iter().zip(&targets) {
+            let present = std::fs::symlink_metadata(file).is_ok();
+            match edit {
+                Edit::DeleteTree if present => {
+                    let files =
+                        files_under(file).map_err(|e| anyhow::anyhow!("read {path}: {e}"))?;
+                    backups.extend(files.into_iter().map(|(f, b)| (f, Some(b))));
+                }
+                Edit::Delete | Edit::DeleteTree if !present => continue,
+                _ => {
+                    let before = match present {
+                        true => Some(
+                            std::fs::read(file).map_err(|e| anyhow::anyhow!("read {path}: {e}"))?,
+                        ),
+                        false => None,
+                    };
+                    backups.push((file.clone(), before));
+                }
+            }
+            make_edit(&core_dir, file, edit, owner)
+                .map_err(|e| anyhow::anyhow!("write {path}: {e}"))?;
+        }
+        Ok(())
+    })();
+    let committed = live.and_then(|()| {
+        git.commit_live(agents, core.as_str(), author, message)
+            .map_err(CoreEditError::from)
+    });
+    match committed {
         Ok(Some(revision)) => {
             let previous = git.resolve(agents, &format!("{PREVIOUS_REF}^{{commit}}"))?;
             Ok((revision, previous))
@@ -723,17 +842,11 @@ fn apply(
             Ok((live, previous))
         }
         Err(e) => {
-            let undo = match before {
-                Some(bytes) => make_edit(&core_dir, &file, &Edit::Put(bytes), owner),
-                None => make_edit(&core_dir, &file, &Edit::Delete, owner),
-            };
-            if let Err(u) = undo {
-                tracing::error!(error = %u, "could not undo a core change after git failed");
-            }
+            restore(&core_dir, backups, owner);
             if creating {
                 let _ = std::fs::remove_dir_all(&core_dir);
             }
-            Err(e.into())
+            Err(e)
         }
     }
 }

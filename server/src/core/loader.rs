@@ -231,6 +231,9 @@ pub struct LoadedCore {
     pub mcp_manifests: Vec<McpManifest>,
     /// Skills, sorted by id.
     pub skills: Vec<SkillRef>,
+    /// The skill root relative to the core (`slots.skills`, default
+    /// `<surface_root>/skills`); `skill_manage` writes only under it.
+    pub skills_root: String,
     /// SOUL text (`slots.soul`, then `<surface_root>/SOUL.md`, trimmed,
     /// joined by a blank line); `None` when there is none.
     pub soul: Option<String>,
@@ -342,6 +345,7 @@ pub fn load_core(
         mcp_servers: mcp_manifests.iter().map(|m| m.name.clone()).collect(),
         mcp_manifests,
         skills,
+        skills_root: skills_root.trim_end_matches('/').to_owned(),
         soul,
         pipelines,
         slots,

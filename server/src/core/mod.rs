@@ -42,11 +42,14 @@
 //! `agent.yaml: tools.toolsets[1]: unknown toolset "codng" (known: coding, demiurge_control, schedule)`.
 
 pub mod edit;
+pub mod gates;
 pub mod git;
 pub mod loader;
 pub mod manifest;
 pub mod path;
 pub mod repository;
+pub mod rollback;
+pub mod runs;
 pub mod seed;
 
 pub use loader::{

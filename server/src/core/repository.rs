@@ -34,8 +34,12 @@ pub struct CoreView {
     /// the core leaves it unset).
     pub model: ModelChoice,
     pub max_model_steps: u32,
-    /// Skills of the core: (id, absolute path of its markdown file).
-    pub skills: Vec<(String, std::path::PathBuf)>,
+    /// Skills of the core with their text, read once per revision.
+    pub skills: Arc<Vec<crate::tools::contract::SkillDoc>>,
+    /// The core's folder on disk.
+    pub dir: PathBuf,
+    /// The skill root relative to the core folder.
+    pub skills_root: String,
     /// The core's MCP declarations (manifest and status), in order.
     pub mcp: Vec<crate::mcp::Declared>,
     /// Slot ids of the input and output pipelines (serial, then parallel).
@@ -375,11 +379,12 @@ fn build_view(
         soul: core.soul.clone(),
         summary: core.manifest.agent.summary.clone(),
         model: ModelChoice::from_info(&core.manifest.model, global.as_ref().map(|g| &g.model)),
-        skills: core
-            .skills
-            .iter()
-            .map(|k| (k.id.clone(), core_dir.join(&k.path_rel)))
-            .collect(),
+        skills: Arc::new(
+            core.skills
+                .iter()
+                .map(|k| crate::tools::contract::SkillDoc::read(&k.id, core_dir.join(&k.path_rel)))
+                .collect(),
+        ),
         max_model_steps: core.manifest.runtime.max_model_steps.clamp(1, 90) as u32,
         input_slots: [&core.pipelines.input.serial, &core.pipelines.input.parallel]
             .into_iter()
@@ -399,5 +404,7 @@ fn build_view(
                 .iter()
                 .map(|m| (m.name.as_str(), m.path_rel.as_str(), &m.raw)),
         ),
+        dir: core_dir.to_path_buf(),
+        skills_root: core.skills_root.clone(),
     })
 }

@@ -24,7 +24,7 @@ use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::tools::clarify as tools_clarify;
 use crate::tools::contract::{parse_args, Approval, Gate, Host, Plan, TaskJob, Tool, ToolEnv};
-use crate::tools::{files, history, search, skills, task_tools, terminal, todo};
+use crate::tools::{files, history, search, skill_manage, skills, task_tools, terminal, todo};
 use crate::wire::events::{self, EventPayload};
 use approvals::preview::argument_preview;
 use approvals::{ApprovalRequest, ApprovalScope, Approvals, Verdict};
@@ -161,6 +161,72 @@ impl Host for Dispatcher {
             &ctx.cancel,
         ))
     }
+
+    fn change_core<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        edits: Vec<(crate::core::path::CoreFilePath, crate::core::edit::Edit)>,
+        message: String,
+    ) -> BoxFuture<'a, Result<crate::core::edit::CoreChange, crate::core::edit::CoreEditError>>
+    {
+        Box::pin(async move {
+            let change = self
+                .cores
+                .change(
+                    &ctx.scope,
+                    &ctx.core.id,
+                    edits,
+                    message,
+                    crate::core::edit::Authority::Approved,
+                )
+                .await?;
+            self.core_moved(ctx.scope.tenant(), &[ctx.core.id.to_string()])
+                .await;
+            Ok(change)
+        })
+    }
+
+    fn rollback_core<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        target: crate::core::path::RevisionSpec,
+        reason: Option<String>,
+    ) -> BoxFuture<'a, Result<crate::core::rollback::CoreRollback, crate::core::edit::CoreEditError>>
+    {
+        Box::pin(async move {
+            let done = self
+                .cores
+                .rollback(
+                    &ctx.scope,
+                    &ctx.core.id,
+                    &target,
+                    reason.as_deref(),
+                    crate::core::edit::Authority::Approved,
+                )
+                .await?;
+            let mut moved = done.cores.clone();
+            moved.push(ctx.core.id.to_string());
+            self.core_moved(ctx.scope.tenant(), &moved).await;
+            Ok(done)
+        })
+    }
+}
+
+impl Dispatcher {
+    /// The live revision of these cores moved: their sessions'
+    /// `allow_session` grants die. After the commit, so a failure can only
+    /// be logged (a grant's key still carries the core's fingerprint, so it
+    /// can only come back with the very same content).
+    pub async fn core_moved(&self, tenant: &crate::ids::TenantId, cores: &[String]) {
+        let mut cores = cores.to_vec();
+        cores.sort();
+        cores.dedup();
+        for core in &cores {
+            if let Err(e) = self.store.delete_core_session_grants(tenant, core).await {
+                tracing::error!(error = %e, %core, "could not drop the session grants of a changed core");
+            }
+        }
+    }
 }
 
 /// The live view of one call's output: a preview of at most
@@ -228,6 +294,8 @@ pub struct Dispatcher {
     walls: Arc<Walls>,
     /// Live MCP connections (asked for and used only through here).
     mcp: crate::mcp::runtime::McpRuntime,
+    /// The tenants' agents trees: the core tools change them.
+    cores: crate::core::repository::CoreRepository,
 }
 
 /// What the turn loop gets back: the model view of the result.
@@ -237,6 +305,8 @@ pub struct CallRecord {
 }
 
 impl Dispatcher {
+    // Each is a separate service the one dispatcher joins; a builder would add nothing.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         approvals: Approvals,
         clarifications: Clarifications,
@@ -245,6 +315,7 @@ impl Dispatcher {
         store: crate::store::Store,
         home: &Path,
         walls: Arc<Walls>,
+        cores: crate::core::repository::CoreRepository,
     ) -> Arc<Self> {
         Arc::new(Self {
             approvals,
@@ -255,6 +326,7 @@ impl Dispatcher {
             home: home.to_path_buf(),
             walls,
             mcp: crate::mcp::runtime::McpRuntime::new(),
+            cores,
         })
     }
 
@@ -318,6 +390,11 @@ impl Dispatcher {
             "session_search" => self.drive::<history::SessionSearch>(&env).await,
             "skills_list" => self.drive::<skills::SkillsList>(&env).await,
             "skill_view" => self.drive::<skills::SkillView>(&env).await,
+            "skill_manage" => self.drive::<skill_manage::SkillManage>(&env).await,
+            "rollback_core" => {
+                self.drive::<crate::tools::core_tools::RollbackCore>(&env)
+                    .await
+            }
             "clarify" => self.drive::<tools_clarify::Clarify>(&env).await,
             "tools_list" => self.drive::<crate::tools::ToolsList>(&env).await,
             "web_extract" => self.drive::<crate::tools::web::WebExtract>(&env).await,

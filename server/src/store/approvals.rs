@@ -398,6 +398,26 @@ impl Store {
         Ok(())
     }
 
+    /// Drop every grant of every session of the tenant on `core` (its
+    /// live revision moved: a grant made for one revision must not revive
+    /// when a rollback brings that revision's fingerprint back); how many went.
+    pub async fn delete_core_session_grants(
+        &self,
+        tenant: &TenantId,
+        core: &str,
+    ) -> Result<u64, sqlx::Error> {
+        let _gate = self.write_gate().await;
+        let res = sqlx::query(
+            "DELETE FROM session_grants WHERE tenant_id = $1 AND session_id IN \
+             (SELECT id FROM sessions WHERE tenant_id = $1 AND core = $2)",
+        )
+        .bind(tenant.as_str())
+        .bind(core)
+        .execute(self.pool())
+        .await?;
+        Ok(res.rows_affected())
+    }
+
     /// Drop every grant of one of the principal's sessions; how many went.
     pub async fn delete_session_grants(
         &self,

@@ -196,14 +196,55 @@ pub struct CallContext {
     /// Identity of the core's effective configuration; approvals cached for
     /// the session die when it changes.
     pub core_fingerprint: String,
-    /// The core's skills: (id, absolute path of the markdown file).
-    pub skills: Arc<Vec<(String, PathBuf)>>,
+    /// The core's skills as the turn's revision holds them (read when the
+    /// revision was loaded, so a change shows from the next turn only).
+    pub skills: Arc<Vec<SkillDoc>>,
+    /// The session's core, as the turn loaded it.
+    pub core: Arc<CoreRef>,
     pub cancel: CancellationToken,
     /// A chat channel's turn: its principal reads only this session's
     /// history ([`crate::history::Reach::bound`]).
     pub bound_session: bool,
     /// Where this session sits in a delegation chain (`delegate_task`).
     pub delegation: crate::tasks::children::Delegation,
+}
+
+/// One skill of a core revision: its id, markdown file and text (`None`
+/// when it could not be read as text within the size limit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillDoc {
+    pub id: String,
+    /// Absolute path of the markdown file in the live tree.
+    pub md: PathBuf,
+    pub text: Option<String>,
+}
+
+/// Largest skill file read, in bytes.
+pub const MAX_SKILL_BYTES: u64 = 512 * 1024;
+
+impl SkillDoc {
+    /// Reads the skill at `md` (a regular file, never through a final link).
+    pub fn read(id: &str, md: PathBuf) -> Self {
+        let text = std::fs::symlink_metadata(&md)
+            .ok()
+            .filter(|m| m.is_file() && m.len() <= MAX_SKILL_BYTES)
+            .and_then(|_| std::fs::read_to_string(&md).ok());
+        Self {
+            id: id.to_owned(),
+            md,
+            text,
+        }
+    }
+}
+
+/// Which core a turn runs and where its skills live.
+#[derive(Debug, Clone)]
+pub struct CoreRef {
+    pub id: crate::ids::CoreId,
+    /// The core folder in the tenant's live agents tree.
+    pub dir: PathBuf,
+    /// The skill root relative to `dir`, `/`-separated (empty: the core folder).
+    pub skills_root: String,
 }
 
 /// The walls every effect of a tenant stays inside: the child-process
@@ -305,6 +346,27 @@ pub trait Host: Send + Sync {
         question: &'a str,
         choices: &'a [String],
     ) -> BoxFuture<'a, crate::error::Result<Answer>>;
+
+    /// Make `edits` to the call's core as one new live revision, checked on
+    /// a staged copy (refused when the core would no longer load). The
+    /// running turn keeps the core it loaded; the next turn sees the change.
+    /// Only for a call whose approvals the dispatcher has already passed.
+    fn change_core<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        edits: Vec<(crate::core::path::CoreFilePath, crate::core::edit::Edit)>,
+        message: String,
+    ) -> BoxFuture<'a, Result<crate::core::edit::CoreChange, crate::core::edit::CoreEditError>>;
+
+    /// Roll the call's tenant's agents tree back to `target` (a new commit),
+    /// holding the call's core; `allow_session` grants of every changed
+    /// core die. Only for a call whose approvals have been passed.
+    fn rollback_core<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        target: crate::core::path::RevisionSpec,
+        reason: Option<String>,
+    ) -> BoxFuture<'a, Result<crate::core::rollback::CoreRollback, crate::core::edit::CoreEditError>>;
 }
 
 /// What a tool sees: its call context, its catalog entry, the walls and the
@@ -446,6 +508,26 @@ pub(crate) mod testing {
         ) -> BoxFuture<'a, crate::error::Result<Answer>> {
             Box::pin(async { Ok(Answer::TimedOut) })
         }
+        fn change_core<'a>(
+            &'a self,
+            _: &'a CallContext,
+            _: Vec<(crate::core::path::CoreFilePath, crate::core::edit::Edit)>,
+            _: String,
+        ) -> BoxFuture<'a, Result<crate::core::edit::CoreChange, crate::core::edit::CoreEditError>>
+        {
+            Box::pin(async { Err(crate::core::edit::CoreEditError::NotFound) })
+        }
+        fn rollback_core<'a>(
+            &'a self,
+            _: &'a CallContext,
+            _: crate::core::path::RevisionSpec,
+            _: Option<String>,
+        ) -> BoxFuture<
+            'a,
+            Result<crate::core::rollback::CoreRollback, crate::core::edit::CoreEditError>,
+        > {
+            Box::pin(async { Err(crate::core::edit::CoreEditError::NotFound) })
+        }
     }
 
     /// A fixture whose core grants `grants` and has every built-in.
@@ -468,6 +550,11 @@ pub(crate) mod testing {
             state_dir: home.join("state"),
             core_fingerprint: "fp".into(),
             skills: Arc::new(Vec::new()),
+            core: Arc::new(CoreRef {
+                id: crate::ids::CoreId::parse("core").expect("core id"),
+                dir: home.join("core"),
+                skills_root: "agent/skills".into(),
+            }),
             cancel: CancellationToken::new(),
             bound_session: false,
             delegation: Default::default(),

@@ -7,11 +7,13 @@
 pub mod beneath;
 pub mod clarify;
 pub mod contract;
+pub mod core_tools;
 pub mod delegate;
 pub mod files;
 pub mod history;
 pub mod schedule;
 pub mod search;
+pub mod skill_manage;
 pub mod skills;
 pub mod task_tools;
 pub mod terminal;

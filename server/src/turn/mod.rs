@@ -470,7 +470,12 @@ impl TurnService {
             })?,
             state_dir: HomeLayout::new(&inner.home).session_state_dir(&sid.to_string()),
             core_fingerprint: catalog.fingerprint().to_owned(),
-            skills: std::sync::Arc::new(core.skills.clone()),
+            skills: core.skills.clone(),
+            core: std::sync::Arc::new(crate::tools::contract::CoreRef {
+                id: core_id.clone(),
+                dir: core.dir.clone(),
+                skills_root: core.skills_root.clone(),
+            }),
             cancel: token.clone(),
             bound_session: ctx.bound,
             delegation: delegation.unwrap_or_default(),

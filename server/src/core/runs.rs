@@ -1,0 +1,344 @@
+//! Evolve runs in a tenant's agents tree, the version-store half of
+//! `evolve_core` (the evolver child agent that edits a run is not here):
+//!
+//! * [`create`]: an isolated git worktree of the live revision at
+//!   `.evolve/runs/<run_id>/agents` (a hidden folder: never a core, never in
+//!   a commit of the tree), with `run.json` beside it;
+//! * [`review`]: the worktree's content as a commit on top of its base,
+//!   recorded at `refs/demiurge/runs/<run_id>`, and the host's gates
+//!   ([`super::gates`]) on it;
+//! * [`promote`]: only a reviewed run whose content has not changed since,
+//!   whose gates pass again, that changes no MCP declaration (the
+//!   `mcp-review` token flow is not built: such a change fails closed) and
+//!   whose base is still live; then live advances (previous := old live) and
+//!   the checkout follows by fast-forward;
+//! * [`discard`]: the worktree, its folder and its ref are removed.
+//!
+//! Every function is blocking and runs `git` through the tenant's
+//! [`GitRunner`]; callers hold the tenant's writer lock.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::edit::CoreEditError;
+use super::gates::{self, GateReport};
+use super::git::{GitError, GitRunner};
+
+/// Where run refs live.
+pub const RUN_REF_PREFIX: &str = "refs/demiurge/runs/";
+
+/// What `run.json` records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub run_id: String,
+    /// The live revision the run started from.
+    pub base: String,
+    pub goal: String,
+}
+
+/// The result of a review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Review {
+    /// The run's content as a commit (parent: the base).
+    pub commit: String,
+    /// Changed paths relative to the agents tree, sorted.
+    pub changed: Vec<String>,
+    pub report: GateReport,
+}
+
+/// The result of a promote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Promoted {
+    pub revision: String,
+    pub previous: String,
+    /// The cores whose files changed.
+    pub cores: Vec<String>,
+}
+
+fn run_ref(id: &str) -> String {
+    format!("{RUN_REF_PREFIX}{id}")
+}
+
+/// `<agents>/.evolve/runs/<id>`, refusing a link anywhere on the way (a
+/// planted link must not turn a discard into a removal elsewhere).
+fn run_folder(agents: &Path, run_id: &str) -> Result<PathBuf, CoreEditError> {
+    let dir = gates::run_dir(agents, run_id).map_err(CoreEditError::Invalid)?;
+    let mut p = agents.to_path_buf();
+    for part in [".evolve", "runs", run_id, "agents"] {
+        p.push(part);
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(CoreEditError::Conflict(format!(
+                "{} is a link; runs are never followed through links",
+                p.display()
+            )));
+        }
+    }
+    Ok(dir)
+}
+
+fn read_info(dir: &Path) -> Result<RunInfo, CoreEditError> {
+    let bytes = std::fs::read(dir.join("run.json")).map_err(|_| CoreEditError::NotFound)?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| CoreEditError::Internal(anyhow::anyhow!("run.json: {e}")))
+}
+
+/// Start a run: a worktree of the live revision.
+pub fn create(
+    git: &GitRunner,
+    agents: &Path,
+    run_id: &str,
+    goal: &str,
+) -> Result<RunInfo, CoreEditError> {
+    let dir = run_folder(agents, run_id)?;
+    if std::fs::symlink_metadata(&dir).is_ok() {
+        return Err(CoreEditError::Conflict(format!("run {run_id} exists")));
+    }
+    let base = git
+        .live(agents)?
+        .ok_or_else(|| CoreEditError::Invalid("the agents tree has no live revision".into()))?;
+    // `.evolve/` never enters the tree's own commits: the host commits
+    // only core folders (`commit_live`'s pathspec) or whole trees it built.
+    crate::bootstrap::private_dir(&dir)?;
+    let worktree = dir.join("agents");
+    let wt = worktree.to_string_lossy().into_owned();
+    if let Err(e) = git.run(agents, &["worktree", "add", "-q", "--detach", &wt, &base]) {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(e.into());
+    }
+    let info = RunInfo {
+        run_id: run_id.to_owned(),
+        base,
+        goal: goal.to_owned(),
+    };
+    let json = serde_json::to_vec_pretty(&info).map_err(|e| anyhow::anyhow!("run.json: {e}"))?;
+    std::fs::write(dir.join("run.json"), json).map_err(|e| anyhow::anyhow!("run.json: {e}"))?;
+    Ok(info)
+}
+
+/// The worktree's content as a commit on its base (nothing is staged in
+/// the main tree; the worktree has its own index).
+fn snapshot(git: &GitRunner, worktree: &Path, info: &RunInfo) -> Result<String, GitError> {
+    git.run(worktree, &["add", "-A", "--", "."])?;
+    let tree = git.run(worktree, &["write-tree"])?;
+    let message = format!("evolve run {}: {}", info.run_id, info.goal);
+    let commit = git.run_with(
+        worktree,
+        &["commit-tree", tree.trim(), "-p", &info.base, "-F", "-"],
+        Some(message.as_bytes()),
+        &[],
+    )?;
+    Ok(commit.trim().to_owned())
+}
+
+fn changed_paths(
+    git: &GitRunner,
+    repo: &Path,
+    from: &str,
+    to: &str,
+) -> Result<Vec<String>, GitError> {
+    let out = git.run(repo, &["diff", "--name-only", "--no-renames", from, to])?;
+    let mut v: Vec<String> = out
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+/// Review a run: snapshot, record the ref, run the gates.
+pub fn review(git: &GitRunner, agents: &Path, run_id: &str) -> Result<Review, CoreEditError> {
+    let dir = run_folder(agents, run_id)?;
+    let info = read_info(&dir)?;
+    let worktree = dir.join("agents");
+    if !std::fs::symlink_metadata(&worktree).is_ok_and(|m| m.is_dir()) {
+        return Err(CoreEditError::NotFound);
+    }
+    let commit = snapshot(git, &worktree, &info)?;
+    git.run(agents, &["update-ref", &run_ref(run_id), &commit])?;
+    let changed = changed_paths(git, agents, &info.base, &commit)?;
+    let report = gates::run(&worktree, Some(&changed));
+    Ok(Review {
+        commit,
+        changed,
+        report,
+    })
+}
+
+/// MCP manifests of the changed cores, before (live tree) and after (the
+/// worktree), as agents-relative paths.
+fn mcp_paths(agents: &Path, worktree: &Path, cores: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for core in cores {
+        for root in [agents, worktree] {
+            if let Ok(c) = super::load_core(&root.join(core), core, &crate::catalog::toolset) {
+                out.extend(
+                    c.mcp_manifests
+                        .iter()
+                        .map(|m| format!("{core}/{}", m.path_rel)),
+                );
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Promote a reviewed run to live.
+pub fn promote(git: &GitRunner, agents: &Path, run_id: &str) -> Result<Promoted, CoreEditError> {
+    let dir = run_folder(agents, run_id)?;
+    let info = read_info(&dir)?;
+    let reviewed = git
+        .resolve(agents, &format!("{}^{{commit}}", run_ref(run_id)))?
+        .ok_or_else(|| CoreEditError::Invalid(format!("run {run_id} has not been reviewed")))?;
+    let worktree = dir.join("agents");
+    // Content-bound: what is promoted is exactly what was reviewed.
+    let now = snapshot(git, &worktree, &info)?;
+    let tree = |c: &str| -> Result<String, GitError> {
+        Ok(git
+            .run(agents, &["rev-parse", &format!("{c}^{{tree}}")])?
+            .trim()
+            .to_owned())
+    };
+    if tree(&now)? != tree(&reviewed)? {
+        return Err(CoreEditError::Conflict(format!(
+            "run {run_id} changed since its review; review it again"
+        )));
+    }
+    let changed = changed_paths(git, agents, &info.base, &reviewed)?;
+    if changed.is_empty() {
+        return Err(CoreEditError::Invalid(format!(
+            "run {run_id} changes nothing"
+        )));
+    }
+    let report = gates::run(&worktree, Some(&changed));
+    if !report.passed {
+        return Err(CoreEditError::WouldBreak(format!(
+            "gates failed: {}",
+            report.failures().join("; ")
+        )));
+    }
+    let cores = super::rollback::changed_cores(&changed.join("\n"));
+    let mcp = mcp_paths(agents, &worktree, &cores);
+    if let Some(p) = changed.iter().find(|p| mcp.contains(p)) {
+        return Err(CoreEditError::Forbidden(format!(
+            "run {run_id} changes the MCP declaration {p}; promoting MCP changes needs an \
+             mcp-review token, which this host does not issue yet"
+        )));
+    }
+    let live = git
+        .live(agents)?
+        .ok_or_else(|| CoreEditError::Invalid("the agents tree has no live revision".into()))?;
+    if live != info.base {
+        return Err(CoreEditError::Conflict(format!(
+            "live moved since run {run_id} started; start a new run"
+        )));
+    }
+    if git.resolve(agents, "HEAD^{commit}")?.as_deref() != Some(live.as_str()) {
+        return Err(CoreEditError::Conflict(
+            "the agents tree's checkout is not at the live revision".into(),
+        ));
+    }
+    git.run(agents, &["merge", "--ff-only", "-q", &reviewed])?;
+    git.advance(agents, Some(&live), &reviewed)?;
+    Ok(Promoted {
+        revision: reviewed,
+        previous: live,
+        cores,
+    })
+}
+
+/// Remove a run: its worktree, folder and ref. `false` when there was none.
+pub fn discard(git: &GitRunner, agents: &Path, run_id: &str) -> Result<bool, CoreEditError> {
+    let dir = run_folder(agents, run_id)?;
+    let had_ref = git.resolve(agents, &run_ref(run_id))?.is_some();
+    let existed = std::fs::symlink_metadata(&dir).is_ok();
+    if existed {
+        let wt = dir.join("agents").to_string_lossy().into_owned();
+        // Not registered (a half-made run) is fine: the folder goes below.
+        let _ = git.run(agents, &["worktree", "remove", "--force", &wt]);
+        std::fs::remove_dir_all(&dir).map_err(|e| anyhow::anyhow!("remove run: {e}"))?;
+    }
+    git.run(agents, &["worktree", "prune"])?;
+    if had_ref {
+        git.run(agents, &["update-ref", "-d", &run_ref(run_id)])?;
+    }
+    Ok(existed || had_ref)
+}
+
+impl super::repository::CoreRepository {
+    /// Run `f` on the tenant's tree with its `git`, holding the tenant's
+    /// writer lock (runs and live changes take turns).
+    async fn with_tree<T: Send + 'static>(
+        &self,
+        tenant: &crate::ids::TenantId,
+        f: impl FnOnce(&GitRunner, &Path) -> Result<T, CoreEditError> + Send + 'static,
+    ) -> Result<T, CoreEditError> {
+        let agents = self.ready_tree(tenant).await?;
+        let lock = self.writer_lock(tenant);
+        let _held = lock.lock().await;
+        let git = self.git_runner(tenant, &agents)?;
+        tokio::task::spawn_blocking(move || f(&git, &agents))
+            .await
+            .map_err(|e| anyhow::anyhow!("evolve run: {e}"))?
+    }
+
+    /// [`create`] in the tenant's tree.
+    pub async fn run_create(
+        &self,
+        tenant: &crate::ids::TenantId,
+        run_id: &str,
+        goal: &str,
+    ) -> Result<RunInfo, CoreEditError> {
+        let (id, goal) = (run_id.to_owned(), goal.to_owned());
+        self.with_tree(tenant, move |git, agents| create(git, agents, &id, &goal))
+            .await
+    }
+
+    /// [`review`] in the tenant's tree.
+    pub async fn run_review(
+        &self,
+        tenant: &crate::ids::TenantId,
+        run_id: &str,
+    ) -> Result<Review, CoreEditError> {
+        let id = run_id.to_owned();
+        self.with_tree(tenant, move |git, agents| review(git, agents, &id))
+            .await
+    }
+
+    /// [`promote`] in the tenant's tree; the changed cores load anew on
+    /// their next turn. The caller drops their `allow_session` grants.
+    pub async fn run_promote(
+        &self,
+        tenant: &crate::ids::TenantId,
+        run_id: &str,
+    ) -> Result<Promoted, CoreEditError> {
+        let id = run_id.to_owned();
+        let done = self
+            .with_tree(tenant, move |git, agents| promote(git, agents, &id))
+            .await?;
+        for c in &done.cores {
+            if let Ok(core) = crate::ids::CoreId::parse(c) {
+                self.invalidate(tenant, &core);
+            }
+        }
+        Ok(done)
+    }
+
+    /// [`discard`] in the tenant's tree.
+    pub async fn run_discard(
+        &self,
+        tenant: &crate::ids::TenantId,
+        run_id: &str,
+    ) -> Result<bool, CoreEditError> {
+        let id = run_id.to_owned();
+        self.with_tree(tenant, move |git, agents| discard(git, agents, &id))
+            .await
+    }
+}
+
+#[cfg(test)]
+#[path = "runs_tests.rs"]
+mod tests;

@@ -1,0 +1,246 @@
+use super::*;
+use crate::core::git::Author;
+
+fn runner() -> GitRunner {
+    GitRunner {
+        env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
+        confinement: None,
+    }
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+const CORE: &str = "schema_version: 1\nagent:\n  id: c\ntools:\n  toolsets: [coding]\n";
+
+/// An agents tree with core `c`, committed live.
+fn tree() -> (tempfile::TempDir, GitRunner, String) {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "c/agent.yaml", CORE);
+    write(dir.path(), "c/agent/SOUL.md", "soul");
+    let git = runner();
+    let author = Author {
+        name: "t".into(),
+        email: "t@x".into(),
+    };
+    let base = git
+        .commit_live(dir.path(), "c", &author, "seed")
+        .unwrap()
+        .unwrap();
+    (dir, git, base)
+}
+
+fn wt(agents: &Path, id: &str) -> PathBuf {
+    agents.join(".evolve/runs").join(id).join("agents")
+}
+
+#[test]
+fn create_review_promote_discard() {
+    let (dir, git, base) = tree();
+    let agents = dir.path();
+    let info = create(&git, agents, "r1", "add a skill").unwrap();
+    assert_eq!(info.base, base);
+    assert!(wt(agents, "r1").join("c/agent.yaml").is_file());
+    assert!(agents.join(".evolve/runs/r1/run.json").is_file());
+    // The run folder stays out of the cores' status.
+    assert_eq!(
+        git.run(agents, &["status", "--porcelain", "--", "c"])
+            .unwrap(),
+        ""
+    );
+    assert!(matches!(
+        create(&git, agents, "r1", "again"),
+        Err(CoreEditError::Conflict(_))
+    ));
+    assert!(matches!(
+        promote(&git, agents, "r1"),
+        Err(CoreEditError::Invalid(_))
+    ));
+
+    write(&wt(agents, "r1"), "c/agent/skills/new.md", "# new\n");
+    let r = review(&git, agents, "r1").unwrap();
+    assert_eq!(r.changed, ["c/agent/skills/new.md"]);
+    assert!(r.report.passed, "{:?}", r.report.failures());
+    assert!(r.report.phases.iter().any(|p| p.name == "core_load:c"));
+    // Live has not moved yet.
+    assert_eq!(git.live(agents).unwrap().unwrap(), base);
+    assert!(!agents.join("c/agent/skills/new.md").exists());
+
+    // A change after the review must be reviewed again.
+    write(&wt(agents, "r1"), "c/agent/skills/late.md", "late");
+    assert!(matches!(
+        promote(&git, agents, "r1"),
+        Err(CoreEditError::Conflict(_))
+    ));
+    std::fs::remove_file(wt(agents, "r1").join("c/agent/skills/late.md")).unwrap();
+
+    let p = promote(&git, agents, "r1").unwrap();
+    assert_eq!(
+        (p.revision.as_str(), p.previous.as_str()),
+        (r.commit.as_str(), base.as_str())
+    );
+    assert_eq!(p.cores, ["c"]);
+    assert_eq!(git.live(agents).unwrap().unwrap(), r.commit);
+    assert_eq!(
+        git.resolve(
+            agents,
+            &format!("{}^{{commit}}", super::super::git::PREVIOUS_REF)
+        )
+        .unwrap()
+        .unwrap(),
+        base
+    );
+    assert_eq!(
+        std::fs::read_to_string(agents.join("c/agent/skills/new.md")).unwrap(),
+        "# new\n"
+    );
+
+    let files = git
+        .run(agents, &["ls-tree", "-r", "--name-only", "HEAD"])
+        .unwrap();
+    assert!(!files.contains(".evolve"), "{files}");
+    assert!(discard(&git, agents, "r1").unwrap());
+    assert!(!agents.join(".evolve/runs/r1").exists());
+    let list = git
+        .run(agents, &["worktree", "list", "--porcelain"])
+        .unwrap();
+    assert_eq!(list.matches("worktree ").count(), 1, "{list}");
+    assert!(git
+        .resolve(agents, "refs/demiurge/runs/r1")
+        .unwrap()
+        .is_none());
+    assert!(!discard(&git, agents, "r1").unwrap());
+}
+
+#[test]
+fn a_failed_gate_blocks_promote() {
+    let (dir, git, base) = tree();
+    let agents = dir.path();
+    create(&git, agents, "r2", "deps").unwrap();
+    write(&wt(agents, "r2"), "c/requirements.txt", "requests\n");
+    write(
+        &wt(agents, "r2"),
+        "c/agent.yaml",
+        "schema_version: 1\nagent:\n  id: wrong\n",
+    );
+    let r = review(&git, agents, "r2").unwrap();
+    assert!(!r.report.passed);
+    let failed: Vec<&str> = r
+        .report
+        .phases
+        .iter()
+        .filter(|p| !p.passed)
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(failed, ["dependency", "core_load:c"]);
+    let e = promote(&git, agents, "r2").unwrap_err();
+    assert!(
+        matches!(e, CoreEditError::WouldBreak(ref m) if m.contains("dependency")),
+        "{e:?}"
+    );
+    assert_eq!(git.live(agents).unwrap().unwrap(), base);
+}
+
+#[test]
+fn an_mcp_change_fails_closed_and_a_moved_live_refuses() {
+    let (dir, git, _) = tree();
+    let agents = dir.path();
+    create(&git, agents, "r3", "mcp").unwrap();
+    write(&wt(agents, "r3"), "c/agent/mcp/srv.yaml", "command: srv\n");
+    review(&git, agents, "r3").unwrap();
+    let e = promote(&git, agents, "r3").unwrap_err();
+    assert!(
+        matches!(e, CoreEditError::Forbidden(ref m) if m.contains("c/agent/mcp/srv.yaml")),
+        "{e:?}"
+    );
+
+    create(&git, agents, "r4", "soul").unwrap();
+    write(&wt(agents, "r4"), "c/agent/SOUL.md", "new soul");
+    review(&git, agents, "r4").unwrap();
+    // Live moves underneath the run.
+    write(agents, "c/agent/other.md", "x");
+    let author = Author {
+        name: "t".into(),
+        email: "t@x".into(),
+    };
+    git.commit_live(agents, "c", &author, "meanwhile")
+        .unwrap()
+        .unwrap();
+    let e = promote(&git, agents, "r4").unwrap_err();
+    assert!(
+        matches!(e, CoreEditError::Conflict(ref m) if m.contains("live moved")),
+        "{e:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(agents.join("c/agent/SOUL.md")).unwrap(),
+        "soul"
+    );
+}
+
+#[test]
+fn run_ids_and_links_are_walls() {
+    let (dir, git, _) = tree();
+    let agents = dir.path();
+    for bad in ["../x", "a/b", ".x", "", "-f"] {
+        assert!(
+            matches!(
+                create(&git, agents, bad, "g"),
+                Err(CoreEditError::Invalid(_))
+            ),
+            "{bad:?}"
+        );
+        assert!(
+            matches!(discard(&git, agents, bad), Err(CoreEditError::Invalid(_))),
+            "{bad:?}"
+        );
+    }
+    // A planted link is never followed by a discard.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("keep"), "k").unwrap();
+    std::fs::create_dir_all(agents.join(".evolve/runs")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), agents.join(".evolve/runs/r9")).unwrap();
+    assert!(matches!(
+        discard(&git, agents, "r9"),
+        Err(CoreEditError::Conflict(_))
+    ));
+    assert!(matches!(
+        create(&git, agents, "r9", "g"),
+        Err(CoreEditError::Conflict(_))
+    ));
+    assert!(outside.path().join("keep").exists());
+    assert!(matches!(
+        review(&git, agents, "nope"),
+        Err(CoreEditError::NotFound)
+    ));
+}
+
+#[tokio::test]
+async fn a_promoted_run_is_what_the_next_load_sees() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = crate::core::repository::CoreRepository::new(home.path());
+    let tenant = crate::ids::TenantId::parse("t1").unwrap();
+    let core = crate::ids::CoreId::parse("assistant").unwrap();
+    repo.ensure_seeded(&tenant).unwrap();
+    let before = repo.load(&tenant, &core).await.unwrap();
+    assert!(before.soul.as_deref().unwrap_or("").contains("assistant"));
+
+    repo.run_create(&tenant, "r1", "a new soul").await.unwrap();
+    let worktree = repo.agents_dir(&tenant).join(".evolve/runs/r1/agents");
+    std::fs::write(worktree.join("assistant/agent/SOUL.md"), "# evolved\n").unwrap();
+    let r = repo.run_review(&tenant, "r1").await.unwrap();
+    assert!(r.report.passed, "{:?}", r.report.failures());
+    // Not live until promoted.
+    assert_eq!(repo.load(&tenant, &core).await.unwrap().soul, before.soul);
+    let p = repo.run_promote(&tenant, "r1").await.unwrap();
+    assert_eq!(p.cores, ["assistant"]);
+    let after = repo.load(&tenant, &core).await.unwrap();
+    assert_eq!(after.soul.as_deref(), Some("# evolved"));
+    assert!(repo.run_discard(&tenant, "r1").await.unwrap());
+    assert!(!worktree.exists());
+    // The tree's own listing never shows the run folder as a core.
+    let cores = repo.list_cores(&tenant).await.unwrap();
+    assert_eq!(cores.len(), 1);
+}
