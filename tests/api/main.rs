@@ -11,6 +11,7 @@ mod channels;
 mod cores;
 mod delegation;
 mod effects;
+mod evolve;
 mod helpers;
 mod history;
 mod isolation;

@@ -658,7 +658,7 @@ fn make_edit(
 
 /// Creates the folders from `base` (exclusive) down to `dir`, private and
 /// handed to `owner`.
-fn make_dirs(base: &Path, dir: &Path, owner: Option<(u32, u32)>) -> std::io::Result<()> {
+pub(super) fn make_dirs(base: &Path, dir: &Path, owner: Option<(u32, u32)>) -> std::io::Result<()> {
     let rel = dir.strip_prefix(base).unwrap_or(Path::new(""));
     let mut current = base.to_path_buf();
     for part in rel.components() {

@@ -46,6 +46,7 @@ pub mod gates;
 pub mod git;
 pub mod loader;
 pub mod manifest;
+pub mod mcp_review;
 pub mod path;
 pub mod repository;
 pub mod rollback;

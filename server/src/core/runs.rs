@@ -7,11 +7,15 @@
 //! * [`review`]: the worktree's content as a commit on top of its base,
 //!   recorded at `refs/demiurge/runs/<run_id>`, and the host's gates
 //!   ([`super::gates`]) on it;
+//!   When MCP declarations changed, the review also carries their
+//!   before/after security summary and the content-bound
+//!   `mcp-review:<sha256>` token ([`super::mcp_review`]); `review.json`
+//!   beside `run.json` records the last review;
 //! * [`promote`]: only a reviewed run whose content has not changed since,
-//!   whose gates pass again, that changes no MCP declaration (the
-//!   `mcp-review` token flow is not built: such a change fails closed) and
-//!   whose base is still live; then live advances (previous := old live) and
-//!   the checkout follows by fast-forward;
+//!   whose gates pass again, whose base is still live and, when it changes
+//!   an MCP declaration, that carries the token of its last review; then
+//!   live advances (previous := old live) and the checkout follows by
+//!   fast-forward;
 //! * [`discard`]: the worktree, its folder and its ref are removed.
 //!
 //! Every function is blocking and runs `git` through the tenant's
@@ -24,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::edit::CoreEditError;
 use super::gates::{self, GateReport};
 use super::git::{GitError, GitRunner};
+use super::mcp_review::{self, Declaration, McpReview};
 
 /// Where run refs live.
 pub const RUN_REF_PREFIX: &str = "refs/demiurge/runs/";
@@ -38,13 +43,15 @@ pub struct RunInfo {
 }
 
 /// The result of a review.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Review {
     /// The run's content as a commit (parent: the base).
     pub commit: String,
     /// Changed paths relative to the agents tree, sorted.
     pub changed: Vec<String>,
     pub report: GateReport,
+    /// Present when the run changes MCP declarations.
+    pub mcp: Option<McpReview>,
 }
 
 /// The result of a promote.
@@ -54,6 +61,40 @@ pub struct Promoted {
     pub previous: String,
     /// The cores whose files changed.
     pub cores: Vec<String>,
+}
+
+/// One `evolve_core` action on a tenant's tree (the tool's half after
+/// its approvals).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOp {
+    Start {
+        run_id: String,
+        goal: String,
+    },
+    Review {
+        run_id: String,
+    },
+    Promote {
+        run_id: String,
+        mcp_token: Option<String>,
+    },
+    Discard {
+        run_id: String,
+    },
+}
+
+/// What a [`RunOp`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunDone {
+    /// The run and its worktree (a host path).
+    Started {
+        info: RunInfo,
+        worktree: PathBuf,
+    },
+    Reviewed(Review),
+    Promoted(Promoted),
+    /// `false`: there was no such run.
+    Discarded(bool),
 }
 
 fn run_ref(id: &str) -> String {
@@ -83,12 +124,15 @@ fn read_info(dir: &Path) -> Result<RunInfo, CoreEditError> {
         .map_err(|e| CoreEditError::Internal(anyhow::anyhow!("run.json: {e}")))
 }
 
-/// Start a run: a worktree of the live revision.
+/// Start a run: a worktree of the live revision. `owner` (the tenant's
+/// sandbox user on a root server) gets the run's folders, so a confined
+/// `git` can write the worktree.
 pub fn create(
     git: &GitRunner,
     agents: &Path,
     run_id: &str,
     goal: &str,
+    owner: Option<(u32, u32)>,
 ) -> Result<RunInfo, CoreEditError> {
     let dir = run_folder(agents, run_id)?;
     if std::fs::symlink_metadata(&dir).is_ok() {
@@ -99,7 +143,7 @@ pub fn create(
         .ok_or_else(|| CoreEditError::Invalid("the agents tree has no live revision".into()))?;
     // `.evolve/` never enters the tree's own commits: the host commits
     // only core folders (`commit_live`'s pathspec) or whole trees it built.
-    crate::bootstrap::private_dir(&dir)?;
+    super::edit::make_dirs(agents, &dir, owner).map_err(|e| anyhow::anyhow!("run folder: {e}"))?;
     let worktree = dir.join("agents");
     let wt = worktree.to_string_lossy().into_owned();
     if let Err(e) = git.run(agents, &["worktree", "add", "-q", "--detach", &wt, &base]) {
@@ -159,11 +203,46 @@ pub fn review(git: &GitRunner, agents: &Path, run_id: &str) -> Result<Review, Co
     git.run(agents, &["update-ref", &run_ref(run_id), &commit])?;
     let changed = changed_paths(git, agents, &info.base, &commit)?;
     let report = gates::run(&worktree, Some(&changed));
-    Ok(Review {
+    let mcp = mcp_review_of(agents, &worktree, &commit, &changed);
+    let review = Review {
         commit,
         changed,
         report,
-    })
+        mcp,
+    };
+    let json = serde_json::to_vec_pretty(&review).map_err(|e| anyhow::anyhow!("review: {e}"))?;
+    std::fs::write(dir.join("review.json"), json).map_err(|e| anyhow::anyhow!("review: {e}"))?;
+    Ok(review)
+}
+
+/// The MCP review of `changed` between the live checkout and the run's
+/// worktree for `commit` (`None`: no declaration changed).
+fn mcp_review_of(
+    agents: &Path,
+    worktree: &Path,
+    commit: &str,
+    changed: &[String],
+) -> Option<McpReview> {
+    let cores = super::rollback::changed_cores(&changed.join("\n"));
+    let mcp = mcp_paths(agents, worktree, &cores);
+    let read = |root: &Path, p: &str| {
+        let f = root.join(p);
+        // Never through a link (the gates fail a linked entry anyway).
+        match std::fs::symlink_metadata(&f) {
+            Ok(m) if m.is_file() => std::fs::read(&f).ok(),
+            _ => None,
+        }
+    };
+    let decls: Vec<Declaration> = changed
+        .iter()
+        .filter(|p| mcp.contains(p))
+        .map(|p| Declaration {
+            path: p.clone(),
+            before: read(agents, p),
+            after: read(worktree, p),
+        })
+        .collect();
+    mcp_review::review(commit, &decls)
 }
 
 /// MCP manifests of the changed cores, before (live tree) and after (the
@@ -186,8 +265,14 @@ fn mcp_paths(agents: &Path, worktree: &Path, cores: &[String]) -> Vec<String> {
     out
 }
 
-/// Promote a reviewed run to live.
-pub fn promote(git: &GitRunner, agents: &Path, run_id: &str) -> Result<Promoted, CoreEditError> {
+/// Promote a reviewed run to live; `mcp_token` is the last review's token,
+/// needed only when the run changes MCP declarations.
+pub fn promote(
+    git: &GitRunner,
+    agents: &Path,
+    run_id: &str,
+    mcp_token: Option<&str>,
+) -> Result<Promoted, CoreEditError> {
     let dir = run_folder(agents, run_id)?;
     let info = read_info(&dir)?;
     let reviewed = git
@@ -220,14 +305,6 @@ pub fn promote(git: &GitRunner, agents: &Path, run_id: &str) -> Result<Promoted,
             report.failures().join("; ")
         )));
     }
-    let cores = super::rollback::changed_cores(&changed.join("\n"));
-    let mcp = mcp_paths(agents, &worktree, &cores);
-    if let Some(p) = changed.iter().find(|p| mcp.contains(p)) {
-        return Err(CoreEditError::Forbidden(format!(
-            "run {run_id} changes the MCP declaration {p}; promoting MCP changes needs an \
-             mcp-review token, which this host does not issue yet"
-        )));
-    }
     let live = git
         .live(agents)?
         .ok_or_else(|| CoreEditError::Invalid("the agents tree has no live revision".into()))?;
@@ -241,6 +318,11 @@ pub fn promote(git: &GitRunner, agents: &Path, run_id: &str) -> Result<Promoted,
             "the agents tree's checkout is not at the live revision".into(),
         ));
     }
+    // The live checkout is the base here, so "before" is what review saw.
+    if let Some(mcp) = mcp_review_of(agents, &worktree, &reviewed, &changed) {
+        mcp_review::accepts(&mcp, mcp_token).map_err(CoreEditError::Forbidden)?;
+    }
+    let cores = super::rollback::changed_cores(&changed.join("\n"));
     git.run(agents, &["merge", "--ff-only", "-q", &reviewed])?;
     git.advance(agents, Some(&live), &reviewed)?;
     Ok(Promoted {
@@ -285,16 +367,23 @@ impl super::repository::CoreRepository {
             .map_err(|e| anyhow::anyhow!("evolve run: {e}"))?
     }
 
-    /// [`create`] in the tenant's tree.
+    /// [`create`] in the tenant's tree; also the run's worktree.
     pub async fn run_create(
         &self,
         tenant: &crate::ids::TenantId,
         run_id: &str,
         goal: &str,
-    ) -> Result<RunInfo, CoreEditError> {
+    ) -> Result<(RunInfo, PathBuf), CoreEditError> {
         let (id, goal) = (run_id.to_owned(), goal.to_owned());
-        self.with_tree(tenant, move |git, agents| create(git, agents, &id, &goal))
-            .await
+        let owner = self
+            .walls
+            .as_ref()
+            .and_then(|w| w.sandbox.workspace_owner(tenant.as_str()));
+        self.with_tree(tenant, move |git, agents| {
+            let info = create(git, agents, &id, &goal, owner)?;
+            Ok((info, run_folder(agents, &id)?.join("agents")))
+        })
+        .await
     }
 
     /// [`review`] in the tenant's tree.
@@ -314,10 +403,13 @@ impl super::repository::CoreRepository {
         &self,
         tenant: &crate::ids::TenantId,
         run_id: &str,
+        mcp_token: Option<&str>,
     ) -> Result<Promoted, CoreEditError> {
-        let id = run_id.to_owned();
+        let (id, token) = (run_id.to_owned(), mcp_token.map(str::to_owned));
         let done = self
-            .with_tree(tenant, move |git, agents| promote(git, agents, &id))
+            .with_tree(tenant, move |git, agents| {
+                promote(git, agents, &id, token.as_deref())
+            })
             .await?;
         for c in &done.cores {
             if let Ok(core) = crate::ids::CoreId::parse(c) {

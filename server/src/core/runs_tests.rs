@@ -41,7 +41,7 @@ fn wt(agents: &Path, id: &str) -> PathBuf {
 fn create_review_promote_discard() {
     let (dir, git, base) = tree();
     let agents = dir.path();
-    let info = create(&git, agents, "r1", "add a skill").unwrap();
+    let info = create(&git, agents, "r1", "add a skill", None).unwrap();
     assert_eq!(info.base, base);
     assert!(wt(agents, "r1").join("c/agent.yaml").is_file());
     assert!(agents.join(".evolve/runs/r1/run.json").is_file());
@@ -52,11 +52,11 @@ fn create_review_promote_discard() {
         ""
     );
     assert!(matches!(
-        create(&git, agents, "r1", "again"),
+        create(&git, agents, "r1", "again", None),
         Err(CoreEditError::Conflict(_))
     ));
     assert!(matches!(
-        promote(&git, agents, "r1"),
+        promote(&git, agents, "r1", None),
         Err(CoreEditError::Invalid(_))
     ));
 
@@ -72,12 +72,12 @@ fn create_review_promote_discard() {
     // A change after the review must be reviewed again.
     write(&wt(agents, "r1"), "c/agent/skills/late.md", "late");
     assert!(matches!(
-        promote(&git, agents, "r1"),
+        promote(&git, agents, "r1", None),
         Err(CoreEditError::Conflict(_))
     ));
     std::fs::remove_file(wt(agents, "r1").join("c/agent/skills/late.md")).unwrap();
 
-    let p = promote(&git, agents, "r1").unwrap();
+    let p = promote(&git, agents, "r1", None).unwrap();
     assert_eq!(
         (p.revision.as_str(), p.previous.as_str()),
         (r.commit.as_str(), base.as_str())
@@ -119,7 +119,7 @@ fn create_review_promote_discard() {
 fn a_failed_gate_blocks_promote() {
     let (dir, git, base) = tree();
     let agents = dir.path();
-    create(&git, agents, "r2", "deps").unwrap();
+    create(&git, agents, "r2", "deps", None).unwrap();
     write(&wt(agents, "r2"), "c/requirements.txt", "requests\n");
     write(
         &wt(agents, "r2"),
@@ -136,7 +136,7 @@ fn a_failed_gate_blocks_promote() {
         .map(|p| p.name.as_str())
         .collect();
     assert_eq!(failed, ["dependency", "core_load:c"]);
-    let e = promote(&git, agents, "r2").unwrap_err();
+    let e = promote(&git, agents, "r2", None).unwrap_err();
     assert!(
         matches!(e, CoreEditError::WouldBreak(ref m) if m.contains("dependency")),
         "{e:?}"
@@ -145,19 +145,48 @@ fn a_failed_gate_blocks_promote() {
 }
 
 #[test]
-fn an_mcp_change_fails_closed_and_a_moved_live_refuses() {
-    let (dir, git, _) = tree();
+fn an_mcp_change_needs_its_review_token_and_a_moved_live_refuses() {
+    let (dir, git, first_base) = tree();
     let agents = dir.path();
-    create(&git, agents, "r3", "mcp").unwrap();
-    write(&wt(agents, "r3"), "c/agent/mcp/srv.yaml", "command: srv\n");
-    review(&git, agents, "r3").unwrap();
-    let e = promote(&git, agents, "r3").unwrap_err();
+    create(&git, agents, "r3", "mcp", None).unwrap();
+    write(
+        &wt(agents, "r3"),
+        "c/agent/mcp/srv.yaml",
+        "command: srv\nenv: {K: v4lue}\n",
+    );
+    let first = review(&git, agents, "r3").unwrap();
+    let mcp = first.mcp.clone().expect("an MCP review");
+    assert_eq!(mcp.changed_paths, ["c/agent/mcp/srv.yaml"]);
+    assert_eq!(mcp.changes[0].change, "added");
+    assert_eq!(mcp.changes[0].after["command"], "srv");
+    let recorded = std::fs::read_to_string(agents.join(".evolve/runs/r3/review.json")).unwrap();
+    assert!(recorded.contains(&mcp.id) && !recorded.contains("v4lue"));
+    let e = promote(&git, agents, "r3", None).unwrap_err();
     assert!(
         matches!(e, CoreEditError::Forbidden(ref m) if m.contains("c/agent/mcp/srv.yaml")),
         "{e:?}"
     );
+    // The declaration changes again: its second review's token differs,
+    // and the first one is stale.
+    write(
+        &wt(agents, "r3"),
+        "c/agent/mcp/srv.yaml",
+        "command: srv\nargs: [--all]\n",
+    );
+    let second = review(&git, agents, "r3").unwrap();
+    let token = second.mcp.unwrap().id;
+    assert_ne!(token, mcp.id);
+    let e = promote(&git, agents, "r3", Some(&mcp.id)).unwrap_err();
+    assert!(
+        matches!(e, CoreEditError::Forbidden(ref m) if m.contains("stale")),
+        "{e:?}"
+    );
+    assert_eq!(git.live(agents).unwrap().unwrap(), first_base);
+    let p = promote(&git, agents, "r3", Some(&token)).unwrap();
+    assert_eq!(p.previous, first_base);
+    assert!(agents.join("c/agent/mcp/srv.yaml").exists());
 
-    create(&git, agents, "r4", "soul").unwrap();
+    create(&git, agents, "r4", "soul", None).unwrap();
     write(&wt(agents, "r4"), "c/agent/SOUL.md", "new soul");
     review(&git, agents, "r4").unwrap();
     // Live moves underneath the run.
@@ -169,7 +198,7 @@ fn an_mcp_change_fails_closed_and_a_moved_live_refuses() {
     git.commit_live(agents, "c", &author, "meanwhile")
         .unwrap()
         .unwrap();
-    let e = promote(&git, agents, "r4").unwrap_err();
+    let e = promote(&git, agents, "r4", None).unwrap_err();
     assert!(
         matches!(e, CoreEditError::Conflict(ref m) if m.contains("live moved")),
         "{e:?}"
@@ -187,7 +216,7 @@ fn run_ids_and_links_are_walls() {
     for bad in ["../x", "a/b", ".x", "", "-f"] {
         assert!(
             matches!(
-                create(&git, agents, bad, "g"),
+                create(&git, agents, bad, "g", None),
                 Err(CoreEditError::Invalid(_))
             ),
             "{bad:?}"
@@ -207,7 +236,7 @@ fn run_ids_and_links_are_walls() {
         Err(CoreEditError::Conflict(_))
     ));
     assert!(matches!(
-        create(&git, agents, "r9", "g"),
+        create(&git, agents, "r9", "g", None),
         Err(CoreEditError::Conflict(_))
     ));
     assert!(outside.path().join("keep").exists());
@@ -234,7 +263,7 @@ async fn a_promoted_run_is_what_the_next_load_sees() {
     assert!(r.report.passed, "{:?}", r.report.failures());
     // Not live until promoted.
     assert_eq!(repo.load(&tenant, &core).await.unwrap().soul, before.soul);
-    let p = repo.run_promote(&tenant, "r1").await.unwrap();
+    let p = repo.run_promote(&tenant, "r1", None).await.unwrap();
     assert_eq!(p.cores, ["assistant"]);
     let after = repo.load(&tenant, &core).await.unwrap();
     assert_eq!(after.soul.as_deref(), Some("# evolved"));

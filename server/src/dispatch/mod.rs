@@ -210,6 +210,39 @@ impl Host for Dispatcher {
             Ok(done)
         })
     }
+
+    fn evolve_run<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        op: crate::core::runs::RunOp,
+    ) -> BoxFuture<'a, Result<crate::core::runs::RunDone, crate::core::edit::CoreEditError>> {
+        use crate::core::runs::{RunDone, RunOp};
+        Box::pin(async move {
+            let tenant = ctx.scope.tenant();
+            Ok(match op {
+                RunOp::Start { run_id, goal } => {
+                    let (info, worktree) = self.cores.run_create(tenant, &run_id, &goal).await?;
+                    RunDone::Started { info, worktree }
+                }
+                RunOp::Review { run_id } => {
+                    RunDone::Reviewed(self.cores.run_review(tenant, &run_id).await?)
+                }
+                RunOp::Promote { run_id, mcp_token } => {
+                    let done = self
+                        .cores
+                        .run_promote(tenant, &run_id, mcp_token.as_deref())
+                        .await?;
+                    let mut moved = done.cores.clone();
+                    moved.push(ctx.core.id.to_string());
+                    self.core_moved(tenant, &moved).await;
+                    RunDone::Promoted(done)
+                }
+                RunOp::Discard { run_id } => {
+                    RunDone::Discarded(self.cores.run_discard(tenant, &run_id).await?)
+                }
+            })
+        })
+    }
 }
 
 impl Dispatcher {
@@ -393,6 +426,10 @@ impl Dispatcher {
             "skill_manage" => self.drive::<skill_manage::SkillManage>(&env).await,
             "rollback_core" => {
                 self.drive::<crate::tools::core_tools::RollbackCore>(&env)
+                    .await
+            }
+            "evolve_core" => {
+                self.drive::<crate::tools::core_tools::EvolveCore>(&env)
                     .await
             }
             "clarify" => self.drive::<tools_clarify::Clarify>(&env).await,

@@ -143,7 +143,8 @@ fn builtin_examples() -> Vec<(&'static str, Value)> {
         (
             "evolve_core",
             json!({"action": "review", "goal": "g", "run_id": "r", "background": true,
-                   "notify_on_complete": false, "reason": "why"}),
+                   "notify_on_complete": false, "reason": "why",
+                   "mcp_review_token": "mcp-review:00"}),
         ),
         (
             "rollback_core",

@@ -367,6 +367,15 @@ pub trait Host: Send + Sync {
         target: crate::core::path::RevisionSpec,
         reason: Option<String>,
     ) -> BoxFuture<'a, Result<crate::core::rollback::CoreRollback, crate::core::edit::CoreEditError>>;
+
+    /// One evolve run action in the call's tenant's agents tree; a promote
+    /// drops the `allow_session` grants of every changed core and of the
+    /// call's core. Only for a call whose approvals have been passed.
+    fn evolve_run<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        op: crate::core::runs::RunOp,
+    ) -> BoxFuture<'a, Result<crate::core::runs::RunDone, crate::core::edit::CoreEditError>>;
 }
 
 /// What a tool sees: its call context, its catalog entry, the walls and the
@@ -526,6 +535,14 @@ pub(crate) mod testing {
             'a,
             Result<crate::core::rollback::CoreRollback, crate::core::edit::CoreEditError>,
         > {
+            Box::pin(async { Err(crate::core::edit::CoreEditError::NotFound) })
+        }
+        fn evolve_run<'a>(
+            &'a self,
+            _: &'a CallContext,
+            _: crate::core::runs::RunOp,
+        ) -> BoxFuture<'a, Result<crate::core::runs::RunDone, crate::core::edit::CoreEditError>>
+        {
             Box::pin(async { Err(crate::core::edit::CoreEditError::NotFound) })
         }
     }
