@@ -223,7 +223,7 @@ async fn start(
         child,
         stdout_lines: lines,
         log_path,
-        client: reqwest::Client::new(),
+        client: demiurge::net::client_builder().build().unwrap(),
         opts,
         _home_dir: None,
         _pg: None,
