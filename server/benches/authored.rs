@@ -74,7 +74,7 @@ fn main() {
              return ToolResult(content=f\"echo: {args.get('text', '')}\")\n",
         )
         .unwrap();
-        let client = reqwest::Client::new();
+        let client = demiurge::net::client_builder().build().unwrap();
         let r: Value = client
             .post(format!("http://{}/v1/sessions", srv.addr))
             .bearer_auth(&tok)

@@ -115,7 +115,7 @@ async fn main() {
     let (base, seen) = stand_in().await;
     let (srv, _) = start(None, &[("DEMIURGE_URL_ALLOW", "127.0.0.1/32")]);
     let op = operator_token(&srv);
-    let client = reqwest::Client::builder()
+    let client = demiurge::net::client_builder()
         .pool_max_idle_per_host(64)
         .build()
         .unwrap();

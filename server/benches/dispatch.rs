@@ -64,7 +64,7 @@ fn main() {
     rt.block_on(async {
         let (srv, _) = start(None, &[]);
         let tok = token(&srv, None, "bench");
-        let client = reqwest::Client::new();
+        let client = demiurge::net::client_builder().build().unwrap();
         let sid = create_session(&client, &srv, &tok).await;
         let ws_dir = srv.home.path().join("tenants/default/workspaces/bench/default");
         std::fs::write(ws_dir.join("one-kib.txt"), "x".repeat(1024)).unwrap();

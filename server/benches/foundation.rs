@@ -22,7 +22,7 @@ use common::*;
 async fn throughput(db: Option<&str>, label: &str, sessions: usize, seconds: u64) {
     let (srv, _) = start(db, &[]);
     let tok = token(&srv, db, "bench");
-    let client = reqwest::Client::builder()
+    let client = demiurge::net::client_builder()
         .pool_max_idle_per_host(256)
         .build()
         .unwrap();
@@ -91,7 +91,7 @@ async fn throughput(db: Option<&str>, label: &str, sessions: usize, seconds: u64
 async fn fanout(subscribers: usize, events: usize, turns_per_sec: u64) {
     let (srv, _) = start(None, &[("DEMIURGE_STREAM_BUFFER", "4096")]);
     let tok = token(&srv, None, "bench");
-    let client = reqwest::Client::new();
+    let client = demiurge::net::client_builder().build().unwrap();
     let sid = create_session(&client, &srv, &tok).await;
     let pid = srv.child.id();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -235,7 +235,7 @@ fn main() {
             rt.block_on(async {
                 use sqlx::Connection;
                 let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
-                sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
                     .execute(&mut c)
                     .await
                     .unwrap();
@@ -244,9 +244,11 @@ fn main() {
             rt.block_on(async {
                 use sqlx::Connection;
                 let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
-                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-                    .execute(&mut c)
-                    .await;
+                let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+                )))
+                .execute(&mut c)
+                .await;
             });
         }
     }

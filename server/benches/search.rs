@@ -190,7 +190,7 @@ async fn insert(
             b + 4
         ));
     }
-    let mut q = sqlx::query(&sql);
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
     for (sid, role, text, body) in rows {
         q = q.bind(sid).bind(body).bind(role).bind(text);
     }
@@ -325,7 +325,7 @@ fn main() {
         rt.block_on(async {
             use sqlx::Connection;
             let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
-            sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
                 .execute(&mut c)
                 .await
                 .unwrap();
@@ -337,9 +337,11 @@ fn main() {
         rt.block_on(async {
             use sqlx::Connection;
             let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
-            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-                .execute(&mut c)
-                .await;
+            let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+            )))
+            .execute(&mut c)
+            .await;
         });
     }
 }

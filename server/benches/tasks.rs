@@ -239,7 +239,7 @@ fn main() {
         rt.block_on(async {
             use sqlx::Connection;
             let mut c = sqlx::PgConnection::connect(&admin).await.unwrap();
-            sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
                 .execute(&mut c)
                 .await
                 .unwrap();
@@ -248,9 +248,11 @@ fn main() {
         rt.block_on(async {
             use sqlx::Connection;
             let mut c = sqlx::PgConnection::connect(&admin).await.unwrap();
-            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-                .execute(&mut c)
-                .await;
+            let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+            )))
+            .execute(&mut c)
+            .await;
         });
     }
 }

@@ -144,7 +144,7 @@ fn main() {
         // The flood below is larger than the default per-command output quota.
         let (srv, _) = start(None, &[("DEMIURGE_ARTIFACT_MAX_BYTES", "1GiB")]);
         let tok = token(&srv, None, "bench");
-        let client = reqwest::Client::new();
+        let client = demiurge::net::client_builder().build().unwrap();
         let sid = create_session(&client, &srv, &tok).await;
         let mut sock = ws(&srv, &sid, &tok, 0).await;
         let url = format!("http://{}/v1/sessions/{sid}/tool-calls", srv.addr);

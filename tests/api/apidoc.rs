@@ -163,6 +163,14 @@ async fn the_openapi_document_places_parameters_and_lists_every_status() {
                     );
                 }
             }
+            // OpenAPI 3.1 requires a description on every response object.
+            assert_eq!(doc["openapi"], "3.1.0");
+            for (status, r) in op["responses"].as_object().unwrap() {
+                assert!(
+                    r.get("$ref").is_some() || r["description"].is_string(),
+                    "{method} {path} {status} has no description"
+                );
+            }
             if !path.starts_with("/v1/") {
                 continue;
             }

@@ -393,7 +393,7 @@ async fn paths_that_escape_the_core_and_bad_bodies_are_refused() {
         "{b}"
     );
     // (A fresh client: the server closes a connection whose body it refused.)
-    let fresh = reqwest::Client::new();
+    let fresh = demiurge::net::client_builder().build().unwrap();
     let r = fresh
         .put(app.url(url))
         .bearer_auth(&admin)

@@ -47,7 +47,7 @@ impl PgDatabase {
         let mut conn = sqlx::PgConnection::connect(&admin)
             .await
             .unwrap_or_else(|e| panic!("PostgreSQL at {admin} is required for these tests: {e}"));
-        sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
             .execute(&mut conn)
             .await
             .unwrap();
@@ -77,10 +77,11 @@ impl Drop for PgDatabase {
             };
             rt.block_on(async {
                 if let Ok(mut c) = sqlx::PgConnection::connect(&admin).await {
-                    let _ =
-                        sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-                            .execute(&mut c)
-                            .await;
+                    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+                    )))
+                    .execute(&mut c)
+                    .await;
                 }
             });
         })
@@ -223,7 +224,7 @@ async fn start(
         child,
         stdout_lines: lines,
         log_path,
-        client: reqwest::Client::new(),
+        client: demiurge::net::client_builder().build().unwrap(),
         opts,
         _home_dir: None,
         _pg: None,

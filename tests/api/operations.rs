@@ -375,13 +375,13 @@ async fn migrations_are_checksummed_and_the_old_bookkeeping_is_adopted() {
             .iter()
             .map(|v| format!("({v}, 'm{v}', 1)"))
             .collect();
-        sqlx::raw_sql(&format!(
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
             "DROP TABLE _sqlx_migrations;
              CREATE TABLE demiurge_migrations (
                 version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL);
              INSERT INTO demiurge_migrations (version, name, applied_at) VALUES {};",
             rows.join(", ")
-        ))
+        )))
         .execute(&mut conn)
         .await
         .unwrap();

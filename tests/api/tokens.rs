@@ -41,7 +41,7 @@ fn sign(claims: &Value, key: &[u8]) -> String {
     jsonwebtoken::encode(
         &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
         claims,
-        &jsonwebtoken::EncodingKey::from_secret(key),
+        &jsonwebtoken::EncodingKey::from_secret(key).unwrap(),
     )
     .unwrap()
 }

@@ -86,7 +86,7 @@ fn shared_response(code: &str, description: &str) -> utoipa::openapi::Response {
             r = r.header(
                 "WWW-Authenticate",
                 HeaderBuilder::new()
-                    .schema(ObjectBuilder::new().schema_type(Type::String))
+                    .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
                     .description(Some("`Bearer`"))
                     .build(),
             )
@@ -95,11 +95,11 @@ fn shared_response(code: &str, description: &str) -> utoipa::openapi::Response {
             r = r.header(
                 "Retry-After",
                 HeaderBuilder::new()
-                    .schema(
+                    .schema(Some(
                         ObjectBuilder::new()
                             .schema_type(Type::Integer)
                             .minimum(Some(1)),
-                    )
+                    ))
                     .description(Some("Seconds to wait, at least 1"))
                     .build(),
             )
@@ -159,9 +159,23 @@ impl Modify for SharedResponses {
 }
 
 /// What utoipa cannot express: the SSE frame's `data` is JSON of the
-/// `Event` schema; a core file path's pattern (a `const`, not a literal).
+/// `Event` schema; a core file path's pattern (a `const`, not a literal);
+/// a response's `description`, which OpenAPI 3.1 requires but utoipa 6
+/// omits when it is empty (it follows 3.2, where it is optional).
 fn patch(doc: &mut Value) {
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
+        for item in paths.values_mut().filter_map(Value::as_object_mut) {
+            for op in item.values_mut() {
+                let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else {
+                    continue;
+                };
+                for r in responses.values_mut().filter_map(Value::as_object_mut) {
+                    if !r.contains_key("$ref") && !r.contains_key("description") {
+                        r.insert("description".into(), json!(""));
+                    }
+                }
+            }
+        }
         for (path, item) in paths.iter_mut() {
             if !path.starts_with("/v1/cores/") || !path.ends_with("/files/{path}") {
                 continue;

@@ -183,6 +183,12 @@ fn validation(alg: Algorithm, audience: &str, issuer: Option<&str>) -> Validatio
 
 impl TokenService {
     pub fn new(signing_key: &[u8], cfg: &AuthConfig) -> anyhow::Result<Self> {
+        // Exactly one crypto backend is compiled in; should a feature change
+        // leave none (or two), fail at startup rather than panic on a request.
+        anyhow::ensure!(
+            jsonwebtoken::crypto::CryptoProvider::try_get_default().is_some(),
+            "no JWT crypto backend is compiled in"
+        );
         let external = match &cfg.external_key {
             None => None,
             Some(ExternalJwtKey { pem, algorithm }) => {
@@ -198,8 +204,8 @@ impl TokenService {
             }
         };
         Ok(Self {
-            encoding: EncodingKey::from_secret(signing_key),
-            local: DecodingKey::from_secret(signing_key),
+            encoding: EncodingKey::from_secret(signing_key)?,
+            local: DecodingKey::from_secret(signing_key)?,
             local_validation: validation(Algorithm::HS256, &cfg.audience, Some(LOCAL_ISSUER)),
             external,
             audience: cfg.audience.clone(),
@@ -437,7 +443,7 @@ mod tests {
         let tok = encode(
             &Header::new(Algorithm::HS256),
             &claims,
-            &EncodingKey::from_secret(&[1u8; 64]),
+            &EncodingKey::from_secret(&[1u8; 64]).unwrap(),
         )
         .unwrap();
         assert_eq!(svc.verify(&tok), Err(AuthError::Expired));
@@ -513,7 +519,7 @@ mod tests {
         let tok = encode(
             &Header::new(Algorithm::HS256),
             &claims,
-            &EncodingKey::from_secret(&[1u8; 64]),
+            &EncodingKey::from_secret(&[1u8; 64]).unwrap(),
         )
         .unwrap();
         assert!(matches!(svc.verify(&tok), Err(AuthError::Malformed(_))));
@@ -670,7 +676,7 @@ mod tests {
         encode(
             &Header::new(Algorithm::HS256),
             claims,
-            &EncodingKey::from_secret(key),
+            &EncodingKey::from_secret(key).unwrap(),
         )
         .unwrap()
     }

@@ -1,9 +1,8 @@
 //! MCP over Streamable HTTP through the host's one outbound client.
 //!
-//! `rmcp`'s own HTTP client is built on reqwest 0.13 while this workspace
-//! (and [`crate::net::Outbound`], the DNS-pinned client) uses reqwest 0.12:
-//! two TLS stacks, and a client that would resolve names on its own. So the
-//! transport here is rmcp's generic [`StreamableHttpClientTransport`] over
+//! `rmcp`'s own reqwest transport would resolve names on its own and read
+//! bodies unbounded (and its feature enables reqwest's default TLS stack,
+//! aws-lc-rs). So the transport here is rmcp's generic [`StreamableHttpClientTransport`] over
 //! [`PinnedHttp`], which implements rmcp's [`StreamableHttpClient`] with a
 //! `reqwest::Client` from [`crate::net::Outbound::pinned_client`]: it
 //! reaches only the addresses the URL policy accepted for the declared
@@ -326,7 +325,7 @@ mod tests {
 
     #[test]
     fn manifest_headers_are_checked_and_sensitive() {
-        let client = reqwest::Client::new();
+        let client = crate::net::client_builder().build().unwrap();
         let ok = PinnedHttp::new(
             client.clone(),
             &[("Authorization".into(), "Bearer sk-1".into())],

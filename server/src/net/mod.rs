@@ -36,6 +36,27 @@ pub use outbound::{
 
 use crate::policy::url_policy::UrlVerdict;
 
+/// A `reqwest` client builder with TLS ready: every client in the process
+/// (the outbound one, model providers) starts here.
+///
+/// reqwest is built without a bundled crypto provider (its default would be
+/// aws-lc-rs, a large C build), and panics when building a client before
+/// one is installed; this installs rustls's ring provider once first.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    install_tls_provider();
+    reqwest::Client::builder()
+}
+
+/// Install rustls's ring provider as the process default (idempotent).
+/// Test and bench programs that build their own `reqwest` clients call it.
+pub fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Err means another provider is already the default: that one serves.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// The URL policy with real DNS, as a fetch would see it
 /// (`demiurge check url`), honouring the operator's allowance.
 pub async fn check_url(raw: &str, allow: Vec<ipnet::IpNet>) -> UrlVerdict {
@@ -44,4 +65,34 @@ pub async fn check_url(raw: &str, allow: Vec<ipnet::IpNet>) -> UrlVerdict {
         ..OutboundSettings::default()
     });
     outbound.check(raw).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The TLS stack is wired: a client builds (provider and platform
+    /// verifier in place) and a TLS handshake with a peer that does not
+    /// speak TLS fails as an error, not a panic.
+    #[tokio::test]
+    async fn clients_build_and_tls_failures_are_errors() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            while let Ok((mut s, _)) = listener.accept().await {
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\nplain").await;
+            }
+        });
+        let client = client_builder().build().unwrap();
+        let e = client
+            .get(format!("https://{addr}/"))
+            .send()
+            .await
+            .unwrap_err();
+        assert!(e.is_connect(), "{e:?}");
+        // Installing again is harmless.
+        install_tls_provider();
+        assert!(client_builder().build().is_ok());
+    }
 }

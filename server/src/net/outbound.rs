@@ -299,7 +299,7 @@ impl Outbound {
         verdict: &UrlVerdict,
         timeout: Duration,
     ) -> reqwest::Result<reqwest::Client> {
-        let mut builder = reqwest::Client::builder()
+        let mut builder = crate::net::client_builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .dns_resolver(Arc::new(NoOtherNames))

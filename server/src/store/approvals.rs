@@ -3,7 +3,7 @@
 //! restart or a decision on another node.
 
 use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::{AssertSqlSafe, Row};
 
 use super::{id, vocab, vocab_opt, Store};
 use crate::ids::{PrincipalId, SessionId, TenantId, TurnId};
@@ -164,7 +164,7 @@ impl Store {
     ) -> Result<Option<ApprovalRow>, sqlx::Error> {
         let sql =
             format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = $1 AND tenant_id = $2");
-        sqlx::query(&sql)
+        sqlx::query(AssertSqlSafe(sql))
             .bind(id)
             .bind(tenant.as_str())
             .fetch_optional(self.pool())
@@ -222,7 +222,7 @@ impl Store {
              AND (principal_id = $2 OR ($3 = 1 AND requires = 'operator')) \
              AND (CAST($4 AS TEXT) IS NULL OR state = $4) ORDER BY created_at DESC LIMIT $5"
         );
-        let rows = sqlx::query(&sql)
+        let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(tenant.as_str())
             .bind(principal.as_str())
             .bind(i64::from(with_operator_queue))
@@ -244,7 +244,7 @@ impl Store {
             "UPDATE approvals SET state = 'expired', decided_at = $1 WHERE node_id = $2 AND state = 'pending' \
              RETURNING {APPROVAL_COLUMNS}"
         );
-        let rows = sqlx::query(&sql)
+        let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(now_ms())
             .bind(node_id)
             .fetch_all(self.pool())

@@ -3,7 +3,7 @@
 //! here sealed and leave sealed; this file never sees them in clear.
 
 use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::{AssertSqlSafe, Row};
 
 use super::Store;
 use crate::time::now_ms;
@@ -194,9 +194,9 @@ impl Store {
         &self,
         tenant: &str,
     ) -> Result<Vec<ChannelAccountRow>, sqlx::Error> {
-        let rows = sqlx::query(&format!(
+        let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT {ACCOUNT_COLUMNS} FROM channel_accounts WHERE tenant_id = $1 ORDER BY id"
-        ))
+        )))
         .bind(tenant)
         .fetch_all(self.pool())
         .await?;
@@ -208,9 +208,9 @@ impl Store {
         &self,
         id: &str,
     ) -> Result<Option<ChannelAccountRow>, sqlx::Error> {
-        let row = sqlx::query(&format!(
+        let row = sqlx::query(AssertSqlSafe(format!(
             "SELECT {ACCOUNT_COLUMNS} FROM channel_accounts WHERE id = $1"
-        ))
+        )))
         .bind(id)
         .fetch_optional(self.pool())
         .await?;
@@ -242,10 +242,12 @@ impl Store {
             "channel_outbox",
             "channel_cards",
         ] {
-            sqlx::query(&format!("DELETE FROM {table} WHERE account_id = $1"))
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE account_id = $1"
+            )))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(true)
@@ -385,10 +387,10 @@ impl Store {
         &self,
         key: &ConversationKey,
     ) -> Result<Option<ConversationRow>, sqlx::Error> {
-        let row = sqlx::query(&format!(
+        let row = sqlx::query(AssertSqlSafe(format!(
             "SELECT {CONVERSATION_COLUMNS} FROM channel_conversations \
              WHERE account_id = $1 AND chat = $2 AND thread = $3 AND member = $4"
-        ))
+        )))
         .bind(&key.account_id)
         .bind(&key.chat)
         .bind(&key.thread)
@@ -452,9 +454,9 @@ impl Store {
         &self,
         session_id: &str,
     ) -> Result<Option<ConversationRow>, sqlx::Error> {
-        let row = sqlx::query(&format!(
+        let row = sqlx::query(AssertSqlSafe(format!(
             "SELECT {CONVERSATION_COLUMNS} FROM channel_conversations WHERE session_id = $1"
-        ))
+        )))
         .bind(session_id)
         .fetch_optional(self.pool())
         .await?;

@@ -3,7 +3,7 @@
 //! instances) and inserts the rows.
 
 use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::{AssertSqlSafe, Row};
 
 use super::Store;
 
@@ -162,7 +162,7 @@ impl Store {
                 sql.push_str(&format!("${}", 2 * i + 2));
             }
             sql.push_str(") RETURNING id, last_seq");
-            let mut q = sqlx::query(&sql).bind(now);
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(now);
             for (sid, n) in &sessions {
                 q = q.bind(*sid).bind(*n);
             }
@@ -206,7 +206,7 @@ impl Store {
                 "INSERT INTO events (session_id, seq, turn_id, type, at, data) VALUES {}",
                 values_clause(chunk.len(), 6)
             );
-            let mut q = sqlx::query(&sql);
+            let mut q = sqlx::query(AssertSqlSafe(sql));
             for r in chunk {
                 q = q
                     .bind(&r.session_id)
@@ -228,7 +228,7 @@ impl Store {
                 "INSERT INTO messages (session_id, turn_id, body, created_at, role, text) VALUES {}",
                 values_clause(chunk.len(), 6)
             );
-            let mut q = sqlx::query(&sql);
+            let mut q = sqlx::query(AssertSqlSafe(sql));
             for (e, m) in chunk {
                 // Role and plain text beside the JSON: what history search indexes.
                 let (role, text) = crate::history::message_text(m);

@@ -2,7 +2,7 @@
 //! text, sessions for browsing, and the audit log of operator searches. The
 //! decisions (reach, mode, query words) are made in [`crate::history`].
 
-use sqlx::Row;
+use sqlx::{AssertSqlSafe, Row};
 
 use super::Store;
 use crate::config::Backend;
@@ -142,9 +142,9 @@ impl Store {
         let off = i64::from(offset);
         let rows = match reach {
             Reach::Owned { tenant, principal } => {
-                sqlx::query(&format!(
+                sqlx::query(AssertSqlSafe(format!(
                     "{COLS} AND s.principal_id = $2 {ORDER} LIMIT $3 OFFSET $4"
-                ))
+                )))
                 .bind(tenant.as_str())
                 .bind(principal.as_str())
                 .bind(lim)
@@ -157,9 +157,9 @@ impl Store {
                 principal,
                 session,
             } => {
-                sqlx::query(&format!(
+                sqlx::query(AssertSqlSafe(format!(
                     "{COLS} AND s.principal_id = $2 AND s.id = $3 {ORDER} LIMIT $4 OFFSET $5"
-                ))
+                )))
                 .bind(tenant.as_str())
                 .bind(principal.as_str())
                 .bind(session)
@@ -169,7 +169,7 @@ impl Store {
                 .await?
             }
             Reach::Tenant { tenant } => {
-                sqlx::query(&format!("{COLS} {ORDER} LIMIT $2 OFFSET $3"))
+                sqlx::query(AssertSqlSafe(format!("{COLS} {ORDER} LIMIT $2 OFFSET $3")))
                     .bind(tenant.as_str())
                     .bind(lim)
                     .bind(off)

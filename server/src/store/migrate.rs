@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use anyhow::Context;
 use futures_util::future::BoxFuture;
 use sqlx::migrate::{Migrate, Migration, MigrationSource, MigrationType, Migrator};
-use sqlx::Row;
+use sqlx::{Row, SqlStr};
 
 use super::Store;
 use crate::config::Backend;
@@ -143,7 +143,7 @@ fn migrations(backend: Backend) -> Vec<Migration> {
                 m.version,
                 Cow::Borrowed(m.name),
                 MigrationType::Simple,
-                Cow::Borrowed(sql),
+                SqlStr::from_static(sql),
                 false,
             )
         })
@@ -209,7 +209,7 @@ async fn adopt_legacy(
     if count == 0 {
         return Ok(());
     }
-    conn.ensure_migrations_table().await?;
+    conn.ensure_migrations_table(&migrator.table_name).await?;
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let versions: Vec<i64> =
         sqlx::query("SELECT version FROM demiurge_migrations ORDER BY version")
@@ -257,11 +257,14 @@ mod tests {
             // numbers its migrations in its own range).
             assert!(versions.windows(2).all(|w| w[0] < w[1]), "{versions:?}");
             assert_eq!(versions.first(), Some(&1));
-            assert!(ms.iter().all(|m| !m.sql.trim().is_empty()));
+            assert!(ms.iter().all(|m| !m.sql.as_str().trim().is_empty()));
         }
         let (s, p) = (migrations(Backend::Sqlite), migrations(Backend::Postgres));
         for (i, m) in MIGRATIONS.iter().enumerate() {
-            assert_eq!((&*s[i].sql, &*p[i].sql), (m.sqlite, m.postgres));
+            assert_eq!(
+                (s[i].sql.as_str(), p[i].sql.as_str()),
+                (m.sqlite, m.postgres)
+            );
         }
     }
 
@@ -274,7 +277,10 @@ mod tests {
             1,
             Cow::Borrowed("foundation"),
             MigrationType::Simple,
-            Cow::Owned(format!("{}\n-- edited", a[0].sql)),
+            sqlx::SqlSafeStr::into_sql_str(sqlx::AssertSqlSafe(format!(
+                "{}\n-- edited",
+                a[0].sql.as_str()
+            ))),
             false,
         );
         assert_ne!(changed.checksum, a[0].checksum);

@@ -1,6 +1,10 @@
 //! Storage: the only place that writes SQL. One `sqlx::AnyPool` serves SQLite
 //! (WAL, the embedded default) and PostgreSQL (scale-out) with the same
 //! statements; the few dialect differences live in the migrations.
+//!
+//! Every value is a bound parameter. A statement built with `format!` (and
+//! so wrapped in `sqlx::AssertSqlSafe`) splices in only this module's
+//! constants: column lists, `$n` placeholders, enum names, fixed fragments.
 
 mod approvals;
 mod channels;

@@ -4,7 +4,7 @@
 //! PostgreSQL), so ids become visible in order and "id > last seen" misses none.
 
 use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::{AssertSqlSafe, Row};
 
 use super::Store;
 use crate::config::Backend;
@@ -140,10 +140,10 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        let row = sqlx::query(&format!(
+        let row = sqlx::query(AssertSqlSafe(format!(
             "INSERT INTO token_revocations (kind, tenant_id, principal_id, jti, cutoff, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}"
-        ))
+        )))
         .bind(change.kind())
         .bind(tenant)
         .bind(principal)
@@ -163,9 +163,9 @@ impl Store {
         id: i64,
         limit: i64,
     ) -> Result<Vec<RevocationRow>, sqlx::Error> {
-        let rows = sqlx::query(&format!(
+        let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM token_revocations WHERE id > $1 ORDER BY id LIMIT $2"
-        ))
+        )))
         .bind(id)
         .bind(limit)
         .fetch_all(self.pool())
@@ -181,9 +181,9 @@ impl Store {
             .await?
             .try_get(0)?;
         let last_id = last_id.unwrap_or(0);
-        let rows = sqlx::query(&format!(
+        let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM token_revocations WHERE id <= $1 AND kind IN ('jti', 'principal') ORDER BY id"
-        ))
+        )))
         .bind(last_id)
         .fetch_all(self.pool())
         .await?

@@ -3,7 +3,7 @@
 //! read fires it; the others' updates match nothing).
 
 use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::{AssertSqlSafe, Row};
 
 use super::{id, Store};
 use crate::ids::{PrincipalId, SessionId, TenantId};
@@ -111,10 +111,10 @@ impl Store {
         tenant: &TenantId,
         principal: &PrincipalId,
     ) -> Result<Vec<ScheduleRow>, sqlx::Error> {
-        let rows = sqlx::query(&format!(
+        let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM schedules WHERE tenant_id = $1 AND principal_id = $2 \
              ORDER BY name LIMIT 1000"
-        ))
+        )))
         .bind(tenant.as_str())
         .bind(principal.as_str())
         .fetch_all(self.pool())
@@ -129,10 +129,10 @@ impl Store {
         principal: &PrincipalId,
         key: &str,
     ) -> Result<Option<ScheduleRow>, sqlx::Error> {
-        let row = sqlx::query(&format!(
+        let row = sqlx::query(AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM schedules WHERE tenant_id = $1 AND principal_id = $2 \
              AND (name = $3 OR id = $3)"
-        ))
+        )))
         .bind(tenant.as_str())
         .bind(principal.as_str())
         .bind(key)
@@ -195,10 +195,10 @@ impl Store {
         now: i64,
         limit: u32,
     ) -> Result<Vec<ScheduleRow>, sqlx::Error> {
-        let rows = sqlx::query(&format!(
+        let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM schedules WHERE enabled = 1 AND next_fire_at IS NOT NULL \
              AND next_fire_at <= $1 ORDER BY next_fire_at LIMIT $2"
-        ))
+        )))
         .bind(now)
         .bind(i64::from(limit))
         .fetch_all(self.pool())

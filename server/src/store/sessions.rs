@@ -1,7 +1,7 @@
 //! Sessions: owner-scoped reads, cursor pagination on the time-ordered id.
 
 use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::{AssertSqlSafe, Row};
 
 use super::Store;
 use crate::ids::{PrincipalId, SessionId, TenantId};
@@ -131,7 +131,7 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM sessions WHERE id = $1 AND tenant_id = $2 AND principal_id = $3"
         );
-        sqlx::query(&sql)
+        sqlx::query(AssertSqlSafe(sql))
             .bind(id.to_string())
             .bind(tenant.as_str())
             .bind(principal.as_str())
@@ -156,7 +156,7 @@ impl Store {
                     "SELECT {COLUMNS} FROM sessions WHERE tenant_id = $1 AND principal_id = $2 \
                      AND id < $3 ORDER BY id DESC LIMIT $4"
                 );
-                sqlx::query(&sql)
+                sqlx::query(AssertSqlSafe(sql))
                     .bind(tenant.as_str())
                     .bind(principal.as_str())
                     .bind(cursor.to_string())
@@ -169,7 +169,7 @@ impl Store {
                     "SELECT {COLUMNS} FROM sessions WHERE tenant_id = $1 AND principal_id = $2 \
                      ORDER BY id DESC LIMIT $3"
                 );
-                sqlx::query(&sql)
+                sqlx::query(AssertSqlSafe(sql))
                     .bind(tenant.as_str())
                     .bind(principal.as_str())
                     .bind(i64::from(limit))

@@ -6,7 +6,7 @@
 //! statement behind the write gate on SQLite (the single writer).
 
 use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::{AssertSqlSafe, Row};
 
 use super::{id, vocab, Store};
 use crate::config::Backend;
@@ -152,7 +152,7 @@ impl Store {
              RETURNING id, created_at, started_at"
         );
         let _gate = self.write_gate().await;
-        let row = sqlx::query(&sql)
+        let row = sqlx::query(AssertSqlSafe(sql))
             .bind(now_ms())
             .bind(lease_until)
             .bind(node_id)
@@ -191,12 +191,12 @@ impl Store {
     pub async fn take_over_expired_tasks(&self) -> Result<Vec<TakenOver>, sqlx::Error> {
         let now = now_ms();
         let _gate = self.write_gate().await;
-        let rows = sqlx::query(&format!(
+        let rows = sqlx::query(AssertSqlSafe(format!(
             "UPDATE tasks SET status = 'lost', completed_at = $1, \
              result = '{{\"reason\":\"lost\"}}', {COMPLETION_ON_END} \
              WHERE status IN ('queued', 'running') AND lease_until IS NOT NULL AND lease_until < $1 \
              RETURNING id, session_id, kind, summary, node_id, process"
-        ))
+        )))
         .bind(now)
         .fetch_all(self.pool())
         .await?;
@@ -226,11 +226,11 @@ impl Store {
     ) -> Result<bool, sqlx::Error> {
         let from = status_list(from);
         let _gate = self.write_gate().await;
-        let res = sqlx::query(&format!(
+        let res = sqlx::query(AssertSqlSafe(format!(
             "UPDATE tasks SET status = $1, result = $2, completed_at = $3, \
              summary = COALESCE($4, summary), {COMPLETION_ON_END} \
              WHERE id = $5 AND status IN ({from})"
-        ))
+        )))
         .bind(status.as_str())
         .bind(result)
         .bind(now_ms())
@@ -287,10 +287,10 @@ impl Store {
     ) -> Result<bool, sqlx::Error> {
         let from: Vec<String> = from.iter().map(|c| format!("'{}'", c.as_str())).collect();
         let _gate = self.write_gate().await;
-        let res = sqlx::query(&format!(
+        let res = sqlx::query(AssertSqlSafe(format!(
             "UPDATE tasks SET completion = $1 WHERE id = $2 AND completion IN ({})",
             from.join(", ")
-        ))
+        )))
         .bind(to.as_str())
         .bind(id)
         .execute(self.pool())
@@ -300,9 +300,9 @@ impl Store {
 
     /// Tasks whose completion turn is owed, oldest first.
     pub async fn pending_completions(&self, limit: u32) -> Result<Vec<TaskRow>, sqlx::Error> {
-        let rows = sqlx::query(&format!(
+        let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM tasks WHERE completion = 'pending' ORDER BY completed_at LIMIT $1"
-        ))
+        )))
         .bind(i64::from(limit))
         .fetch_all(self.pool())
         .await?;
@@ -334,7 +334,7 @@ impl Store {
     /// cancellation routing), never for a caller's request.
     pub async fn task_by_id(&self, id: &str) -> Result<Option<TaskRow>, sqlx::Error> {
         let sql = format!("SELECT {COLUMNS} FROM tasks WHERE id = $1");
-        let row = sqlx::query(&sql)
+        let row = sqlx::query(AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(self.pool())
             .await?;
@@ -351,14 +351,14 @@ impl Store {
     ) -> Result<Option<TaskRow>, sqlx::Error> {
         let row = if any_principal {
             let sql = format!("SELECT {COLUMNS} FROM tasks WHERE id = $1 AND tenant_id = $2");
-            sqlx::query(&sql)
+            sqlx::query(AssertSqlSafe(sql))
                 .bind(id)
                 .bind(tenant.as_str())
                 .fetch_optional(self.pool())
                 .await?
         } else {
             let sql = format!("SELECT {COLUMNS} FROM tasks WHERE id = $1 AND tenant_id = $2 AND principal_id = $3");
-            sqlx::query(&sql)
+            sqlx::query(AssertSqlSafe(sql))
                 .bind(id)
                 .bind(tenant.as_str())
                 .bind(principal.as_str())
@@ -381,7 +381,7 @@ impl Store {
             "SELECT {COLUMNS} FROM tasks WHERE tenant_id = $1 AND principal_id = $2 \
              AND (CAST($3 AS TEXT) IS NULL OR session_id = $3) ORDER BY created_at DESC LIMIT $4"
         );
-        let rows = sqlx::query(&sql)
+        let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(tenant.as_str())
             .bind(principal.as_str())
             .bind(session_id.map(|s| s.to_string()))
@@ -416,10 +416,10 @@ impl Store {
             Backend::Sqlite => "LENGTH(CAST(l.chunk AS BLOB))",
             Backend::Postgres => "OCTET_LENGTH(l.chunk)",
         };
-        let rows = sqlx::query(&format!(
+        let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT t.tenant_id, CAST(SUM({length}) AS BIGINT) FROM task_logs l \
              JOIN tasks t ON t.id = l.task_id GROUP BY t.tenant_id"
-        ))
+        )))
         .fetch_all(self.pool())
         .await?;
         rows.iter()
@@ -454,11 +454,11 @@ impl Store {
         node_id: &str,
     ) -> Result<Vec<(String, SessionId)>, sqlx::Error> {
         let _gate = self.write_gate().await;
-        let rows = sqlx::query(&format!(
+        let rows = sqlx::query(AssertSqlSafe(format!(
             "UPDATE tasks SET status = 'lost', completed_at = $1, \
              result = '{{\"reason\":\"lost\"}}', {COMPLETION_ON_END} \
              WHERE node_id = $2 AND status IN ('queued', 'running') RETURNING id, session_id"
-        ))
+        )))
         .bind(now_ms())
         .bind(node_id)
         .fetch_all(self.pool())

@@ -23,7 +23,7 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     pub fn new(base_url: &str, api_key: Option<ApiKey>, model: &str) -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder()
+        let client = crate::net::client_builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(300))
             .build()?;
