@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::protocol::{self, FromRunner, MAX_LINE_BYTES};
 use crate::catalog::AuthoredSpec;
-use crate::exec::sandbox::{Request, Sandbox, SandboxError};
+use crate::exec::sandbox::{Request, Sandbox};
 use crate::tools::contract::{ToolOutcome, ToolStatus};
 
 /// Idle runners kept per (tenant, revision, workspace).
@@ -400,11 +400,11 @@ async fn start(inv: &Invocation<'_>, cancel: &CancellationToken) -> Result<Runne
         network: inv.network,
         read_only: &read_only,
     };
-    let confinement = match inv.sandbox.prepare(&request) {
-        Ok(c) => c.map(Arc::new),
-        Err(e @ SandboxError::Unavailable(_)) => return Err(Broken::Failed(e.to_string())),
-        Err(e) => return Err(Broken::Failed(e.to_string())),
-    };
+    let confinement = inv
+        .sandbox
+        .prepare(&request)
+        .map_err(|e| Broken::Failed(e.to_string()))?
+        .map(Arc::new);
     crate::exec::ensure_runtime_home(&inv.home)
         .map_err(|e| Broken::Failed(format!("cannot prepare the runner's HOME: {e}")))?;
     let mut env = crate::exec::child_env(std::env::vars(), &inv.home, &[]);
