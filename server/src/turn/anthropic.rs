@@ -83,58 +83,25 @@ impl AnthropicProvider {
     async fn call(&self, req: ModelRequest<'_>) -> Result<ModelReply, ProviderError> {
         let url = format!("{}/v1/messages", self.base_url);
         let body = self.body(&req);
-        let mut attempt = 0u32;
-        loop {
-            let mut rb = self
-                .client
-                .post(&url)
-                .header("anthropic-version", ANTHROPIC_VERSION)
-                .header(reqwest::header::ACCEPT, "text/event-stream")
-                .json(&body);
-            if let Some(k) = &self.api_key {
-                rb = rb.header("x-api-key", k.expose());
-            }
-            let retry_after;
-            match rb.send().await {
-                Ok(resp) if resp.status().is_success() => return read_stream(resp).await,
-                Ok(resp) => {
-                    let status = resp.status();
-                    retry_after = resp
-                        .headers()
-                        .get(reqwest::header::RETRY_AFTER)
-                        .and_then(|h| h.to_str().ok())
-                        .and_then(|s| s.trim().parse::<u64>().ok())
-                        .map(Duration::from_secs);
-                    let text = resp.text().await.unwrap_or_default();
-                    let msg = format!("{} {}", status.as_u16(), error_message(&text));
-                    let retryable = status.as_u16() == 429 || status.is_server_error();
-                    if !retryable {
-                        return Err(ProviderError::Rejected(msg));
-                    }
-                    if attempt >= self.max_retries {
-                        return Err(ProviderError::Unavailable(format!(
-                            "{msg} after {} attempts",
-                            attempt + 1
-                        )));
-                    }
-                    tracing::warn!(
-                        status = status.as_u16(),
-                        attempt,
-                        "anthropic asked us to retry"
-                    );
+        let resp = super::provider::send_with_retries(
+            || {
+                let rb = self
+                    .client
+                    .post(&url)
+                    .header("anthropic-version", ANTHROPIC_VERSION)
+                    .header(reqwest::header::ACCEPT, "text/event-stream")
+                    .json(&body);
+                match &self.api_key {
+                    Some(k) => rb.header("x-api-key", k.expose()),
+                    None => rb,
                 }
-                Err(e) => {
-                    if attempt >= self.max_retries {
-                        return Err(ProviderError::Unavailable(e.without_url().to_string()));
-                    }
-                    retry_after = None;
-                    tracing::warn!(error = %e.without_url(), attempt, "anthropic request failed; retrying");
-                }
-            }
-            let backoff = self.base_backoff * 2u32.saturating_pow(attempt);
-            tokio::time::sleep(retry_after.unwrap_or(backoff).min(Duration::from_secs(30))).await;
-            attempt += 1;
-        }
+            },
+            self.max_retries,
+            self.base_backoff,
+            error_message,
+        )
+        .await?;
+        read_stream(resp).await
     }
 }
 

@@ -61,59 +61,24 @@ impl OpenAiProvider {
     async fn call(&self, req: ModelRequest<'_>) -> Result<ModelReply, ProviderError> {
         let url = format!("{}/chat/completions", self.base_url);
         let body = self.body(&req);
-        let mut attempt = 0u32;
-        loop {
-            let mut rb = self.client.post(&url).json(&body);
-            if let Some(k) = &self.api_key {
-                rb = rb.bearer_auth(k.expose());
-            }
-            let retry_after;
-            match rb.send().await {
-                Ok(resp) => {
-                    let status = resp.status();
-                    if status.is_success() {
-                        let v: Value = resp
-                            .json()
-                            .await
-                            .map_err(|e| ProviderError::Malformed(e.without_url().to_string()))?;
-                        return parse_reply(&v);
-                    }
-                    retry_after = resp
-                        .headers()
-                        .get(reqwest::header::RETRY_AFTER)
-                        .and_then(|h| h.to_str().ok())
-                        .and_then(|s| s.trim().parse::<u64>().ok())
-                        .map(Duration::from_secs);
-                    let text = resp.text().await.unwrap_or_default();
-                    let msg = format!("{} {}", status.as_u16(), error_message(&text));
-                    let retryable = status.as_u16() == 429 || status.is_server_error();
-                    if !retryable {
-                        return Err(ProviderError::Rejected(msg));
-                    }
-                    if attempt >= self.max_retries {
-                        return Err(ProviderError::Unavailable(format!(
-                            "{msg} after {} attempts",
-                            attempt + 1
-                        )));
-                    }
-                    tracing::warn!(
-                        status = status.as_u16(),
-                        attempt,
-                        "provider asked us to retry"
-                    );
+        let resp = super::provider::send_with_retries(
+            || {
+                let rb = self.client.post(&url).json(&body);
+                match &self.api_key {
+                    Some(k) => rb.bearer_auth(k.expose()),
+                    None => rb,
                 }
-                Err(e) => {
-                    if attempt >= self.max_retries {
-                        return Err(ProviderError::Unavailable(e.without_url().to_string()));
-                    }
-                    retry_after = None;
-                    tracing::warn!(error = %e.without_url(), attempt, "provider request failed; retrying");
-                }
-            }
-            let backoff = self.base_backoff * 2u32.saturating_pow(attempt);
-            tokio::time::sleep(retry_after.unwrap_or(backoff).min(Duration::from_secs(30))).await;
-            attempt += 1;
-        }
+            },
+            self.max_retries,
+            self.base_backoff,
+            error_message,
+        )
+        .await?;
+        let v: Value = resp
+            .json()
+            .await
+            .map_err(|e| ProviderError::Malformed(e.without_url().to_string()))?;
+        parse_reply(&v)
     }
 }
 

@@ -76,3 +76,59 @@ pub trait Provider: Send + Sync + 'static {
         req: ModelRequest<'a>,
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>>;
 }
+
+/// Send a model request, retrying 429s, 5xx and transport errors with
+/// exponential backoff (or the server's `Retry-After`, capped at 30 s), and
+/// return the first successful response. Other statuses are `Rejected`
+/// with `error_message` of the body; what the providers share lives here.
+pub(super) async fn send_with_retries(
+    build: impl Fn() -> reqwest::RequestBuilder,
+    max_retries: u32,
+    base_backoff: std::time::Duration,
+    error_message: fn(&str) -> String,
+) -> Result<reqwest::Response, ProviderError> {
+    use std::time::Duration;
+    let mut attempt = 0u32;
+    loop {
+        let retry_after;
+        match build().send().await {
+            Ok(resp) if resp.status().is_success() => return Ok(resp),
+            Ok(resp) => {
+                let status = resp.status();
+                retry_after = resp
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|h| h.to_str().ok())
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .map(Duration::from_secs);
+                let text = resp.text().await.unwrap_or_default();
+                let msg = format!("{} {}", status.as_u16(), error_message(&text));
+                let retryable = status.as_u16() == 429 || status.is_server_error();
+                if !retryable {
+                    return Err(ProviderError::Rejected(msg));
+                }
+                if attempt >= max_retries {
+                    return Err(ProviderError::Unavailable(format!(
+                        "{msg} after {} attempts",
+                        attempt + 1
+                    )));
+                }
+                tracing::warn!(
+                    status = status.as_u16(),
+                    attempt,
+                    "provider asked us to retry"
+                );
+            }
+            Err(e) => {
+                if attempt >= max_retries {
+                    return Err(ProviderError::Unavailable(e.without_url().to_string()));
+                }
+                retry_after = None;
+                tracing::warn!(error = %e.without_url(), attempt, "provider request failed; retrying");
+            }
+        }
+        let backoff = base_backoff * 2u32.saturating_pow(attempt);
+        tokio::time::sleep(retry_after.unwrap_or(backoff).min(Duration::from_secs(30))).await;
+        attempt += 1;
+    }
+}
