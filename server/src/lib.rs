@@ -11,7 +11,8 @@
 //! - [`api`]: HTTP/SSE/WebSocket routes; thin: parse, call the host, map errors
 //!   (`api::error`: every rejection is the JSON envelope; `api::doc`: the OpenAPI document).
 //! - [`auth`]: JWT issue/verify, the immutable [`auth::PrincipalScope`], rate limits.
-//! - [`credentials`]: model provider keys of tenants, sealed at rest (AEAD).
+//! - [`sealing`]: credentials at rest (chat accounts, tenant provider keys),
+//!   sealed with one server key (AEAD bound to what each belongs to).
 //! - [`store`]: every SQL statement, on SQLite or PostgreSQL through one pool.
 //! - [`events`]: the durable event log (persist, then fan out).
 //!
@@ -75,7 +76,6 @@ pub mod channels;
 pub mod cli;
 pub mod config;
 pub mod core;
-pub mod credentials;
 pub mod dispatch;
 pub mod error;
 pub mod events;
@@ -90,6 +90,7 @@ pub mod paths;
 pub mod policy;
 pub mod redact;
 pub mod running;
+pub mod sealing;
 pub mod startup;
 pub mod store;
 pub mod tasks;

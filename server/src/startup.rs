@@ -51,6 +51,11 @@ impl Application {
         if config.database.backend == crate::config::Backend::Postgres {
             events.follow_peers(config.database.url.clone());
         }
+        let sealer =
+            crate::sealing::Sealer::load_or_create(&config.home).context("load the sealing key")?;
+        crate::sealing::reseal_legacy_provider_keys(&config.home, &store, &sealer)
+            .await
+            .context("re-seal provider keys under keys/sealing.key")?;
         let p = &config.provider;
         let openai: Option<Arc<dyn crate::turn::provider::Provider>> =
             if p.offers(&ProviderKind::OpenAi) {
@@ -79,9 +84,7 @@ impl Application {
             anthropic,
             context_window: p.context_window,
             config: Some(p.clone()),
-            sealer: Some(Arc::new(crate::credentials::Sealer::load_or_create(
-                &config.home,
-            )?)),
+            sealer: Some(Arc::new(sealer.clone())),
         };
         let quota = seed_storage_quota(&config, &store).await?;
         let walls = Arc::new(build_walls(&config, quota.clone())?);
@@ -226,6 +229,7 @@ impl Application {
             dispatcher: dispatcher.clone(),
             cores: cores.clone(),
             home: config.home.clone(),
+            sealer: sealer.clone(),
             outbound: walls.outbound.clone(),
             shutdown: shutdown.clone(),
         })

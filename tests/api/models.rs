@@ -458,7 +458,7 @@ async fn a_tenant_admins_provider_key_is_sealed_and_serves_only_that_tenant() {
             }
         }
         assert!(!app.log().contains(TENANT_KEY));
-        assert_eq!(mode(&app.home.join("keys/credentials.key")) & 0o777, 0o600);
+        assert_eq!(mode(&app.home.join("keys/sealing.key")) & 0o777, 0o600);
 
         // Removed: the tenant's turns on that provider stop.
         let r = app

@@ -3,7 +3,7 @@
 //!
 //! This room owns what happens between a platform and a session:
 //! - accounts per tenant ([`Channels::create_account`]), their credentials
-//!   sealed at rest ([`crypto`]) and checked by platform ([`account`]);
+//!   sealed at rest ([`crate::sealing`]) and checked by platform ([`account`]);
 //! - inbound webhooks ([`Channels::webhook`]): verified by the platform's own
 //!   signature (anything else is 401 and touches nothing), recorded in a
 //!   durable inbox keyed by the platform's event id (a retry or duplicate
@@ -18,7 +18,6 @@
 //!   ([`items`]), [`outbox`] delivers them durably.
 
 pub mod account;
-pub mod crypto;
 pub mod items;
 pub mod metrics;
 pub mod outbox;
@@ -42,12 +41,12 @@ use crate::dispatch::Dispatcher;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::ids::{CoreId, PrincipalId, SessionId, TenantId, TurnId};
+use crate::sealing::{Binding, Sealer};
 use crate::store::{
     ChannelAccountRow, ConversationKey, ConversationRow, NewOutbox, NewSession, PairingRow, Store,
 };
 use crate::turn::TurnService;
 use account::Credentials;
-use crypto::SealKey;
 use items::Item;
 use metrics::ChannelMetrics;
 use outbox::Outbox;
@@ -64,6 +63,8 @@ pub struct ChannelDeps {
     pub dispatcher: Arc<Dispatcher>,
     pub cores: CoreRepository,
     pub home: PathBuf,
+    /// The server's sealer for account credentials.
+    pub sealer: Sealer,
     /// The one outbound client (URL policy, `--url-allow`, pinned DNS).
     pub outbound: crate::net::Outbound,
     pub shutdown: CancellationToken,
@@ -80,7 +81,7 @@ struct Inner {
     dispatcher: Arc<Dispatcher>,
     cores: CoreRepository,
     home: PathBuf,
-    key: SealKey,
+    key: Sealer,
     outbox: Outbox,
     relays: Relays,
     metrics: Arc<ChannelMetrics>,
@@ -210,12 +211,12 @@ fn rfc(ms: Option<i64>) -> Option<String> {
 
 /// Open an account's sealed credentials.
 pub(crate) fn open_credentials(
-    key: &SealKey,
+    key: &Sealer,
     row: &ChannelAccountRow,
     platform: ChannelKind,
 ) -> Result<Credentials> {
     let bytes = key
-        .open(&row.id, &row.credentials)
+        .open(Binding::ChannelAccount(&row.id), &row.credentials)
         .map_err(|e| Error::Internal(anyhow::anyhow!("account {}: {e}", row.id)))?;
     let v: Value = serde_json::from_slice(&bytes).map_err(|_| {
         Error::Internal(anyhow::anyhow!(
@@ -272,7 +273,7 @@ fn random_byte() -> u8 {
 
 impl Channels {
     pub fn new(deps: ChannelDeps) -> anyhow::Result<Self> {
-        let key = SealKey::load_or_create(&deps.home)?;
+        let key = deps.sealer;
         let metrics = Arc::new(ChannelMetrics::default());
         let outbox = Outbox::new(
             deps.store.clone(),
@@ -401,7 +402,11 @@ impl Channels {
         }
         let id = uuid::Uuid::now_v7().to_string();
         let plain = serde_json::to_vec(&creds).map_err(|e| Error::Internal(e.into()))?;
-        let sealed = self.inner.key.seal(&id, &plain).map_err(Error::Internal)?;
+        let sealed = self
+            .inner
+            .key
+            .seal(Binding::ChannelAccount(&id), &plain)
+            .map_err(|e| Error::Internal(e.into()))?;
         let row = ChannelAccountRow {
             id,
             tenant_id: scope.tenant().to_string(),

@@ -30,10 +30,10 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::account::{default_base, Credentials};
-use super::crypto::SealKey;
 use super::items::Item;
 use super::metrics::ChannelMetrics;
 use crate::net::{Limits, Outbound as Client, OutboundErrorKind, OutboundRequest};
+use crate::sealing::Sealer;
 use crate::store::{CardRow, ChannelAccountRow, OutboxRow, Store};
 
 /// Rows read per pass.
@@ -94,7 +94,7 @@ pub struct Outbox {
 
 struct Inner {
     store: Store,
-    key: SealKey,
+    key: Sealer,
     client: Client,
     limiter: DefaultKeyedRateLimiter<String>,
     notify: Notify,
@@ -109,7 +109,7 @@ struct Sender {
 }
 
 impl Outbox {
-    pub fn new(store: Store, key: SealKey, client: Client, metrics: Arc<ChannelMetrics>) -> Self {
+    pub fn new(store: Store, key: Sealer, client: Client, metrics: Arc<ChannelMetrics>) -> Self {
         let quota =
             Quota::per_second(NonZeroU32::new(PER_ACCOUNT_PER_SECOND).unwrap_or(NonZeroU32::MIN));
         Self {

@@ -1,4 +1,4 @@
-//! Tenant model provider keys, sealed (see [`crate::credentials`]).
+//! Tenant model provider keys, sealed (see [`crate::sealing`]).
 
 use sqlx::Row;
 
@@ -36,6 +36,47 @@ impl Store {
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(row).collect()
+    }
+
+    /// Every tenant's stored keys (the one-time re-seal at start).
+    pub async fn all_provider_keys(&self) -> Result<Vec<(TenantId, ProviderKeyRow)>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT provider, sealed, updated_at, updated_by, tenant_id FROM tenant_provider_keys \
+             ORDER BY tenant_id, provider",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let tenant: String = r.try_get(4)?;
+                let tenant = TenantId::parse(&tenant).map_err(|e| {
+                    sqlx::Error::Decode(format!("tenant_id {tenant:?}: {e}").into())
+                })?;
+                Ok((tenant, row(r)?))
+            })
+            .collect()
+    }
+
+    /// Replace a key's sealed form if it is still `old` (a concurrent
+    /// `PUT` wins); the row's author and time stay as they were.
+    pub async fn reseal_provider_key(
+        &self,
+        tenant: &TenantId,
+        provider: &str,
+        old: &str,
+        new: &str,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE tenant_provider_keys SET sealed = $1 \
+             WHERE tenant_id = $2 AND provider = $3 AND sealed = $4",
+        )
+        .bind(new)
+        .bind(tenant.as_str())
+        .bind(provider)
+        .bind(old)
+        .execute(self.pool())
+        .await?;
+        Ok(())
     }
 
     pub async fn provider_key(

@@ -57,7 +57,7 @@ pub struct Providers {
     /// Base URLs and default models for clients built with a tenant's key.
     pub config: Option<crate::config::ProviderConfig>,
     /// Opens the provider keys tenants' admins configured.
-    pub sealer: Option<Arc<crate::credentials::Sealer>>,
+    pub sealer: Option<Arc<crate::sealing::Sealer>>,
 }
 
 /// Providers a tenant's own key configures, by name (`openai`, `anthropic`).
@@ -645,7 +645,13 @@ impl TurnService {
         let built: Option<Arc<dyn Provider>> = match inner.store.provider_key(tenant, name).await? {
             None => None,
             Some(row) => {
-                let api_key = sealer.open(tenant, name, &row.sealed)?;
+                let api_key = crate::config::ApiKey::new(sealer.open_text(
+                    crate::sealing::Binding::ProviderKey {
+                        tenant,
+                        provider: name,
+                    },
+                    &row.sealed,
+                )?);
                 Some(match name {
                     "anthropic" => Arc::new(anthropic::AnthropicProvider::new(
                         &config.anthropic_base_url,
@@ -697,7 +703,13 @@ impl TurnService {
                 Error::Unavailable("this server cannot store provider keys".into())
             })?;
         let sealed = sealer
-            .seal(scope.tenant(), provider, api_key)
+            .seal(
+                crate::sealing::Binding::ProviderKey {
+                    tenant: scope.tenant(),
+                    provider,
+                },
+                api_key.as_bytes(),
+            )
             .map_err(|e| Error::Internal(e.into()))?;
         let row = self
             .inner
