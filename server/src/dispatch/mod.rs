@@ -219,18 +219,21 @@ impl Host for Dispatcher {
         use crate::core::runs::{RunDone, RunOp};
         Box::pin(async move {
             let tenant = ctx.scope.tenant();
+            // A session acts on the runs of its own core only.
+            let own = ctx.core.id.as_str();
             Ok(match op {
-                RunOp::Start { run_id, goal } => {
-                    let (info, worktree) = self.cores.run_create(tenant, &run_id, &goal).await?;
+                RunOp::Start { run_id, goal, core } => {
+                    let (info, worktree) =
+                        self.cores.run_create(tenant, &core, &run_id, &goal).await?;
                     RunDone::Started { info, worktree }
                 }
                 RunOp::Review { run_id } => {
-                    RunDone::Reviewed(self.cores.run_review(tenant, &run_id).await?)
+                    RunDone::Reviewed(self.cores.run_review(tenant, own, &run_id).await?)
                 }
                 RunOp::Promote { run_id, mcp_token } => {
                     let done = self
                         .cores
-                        .run_promote(tenant, &run_id, mcp_token.as_deref())
+                        .run_promote(tenant, own, &run_id, mcp_token.as_deref())
                         .await?;
                     let mut moved = done.cores.clone();
                     moved.push(ctx.core.id.to_string());
@@ -238,7 +241,7 @@ impl Host for Dispatcher {
                     RunDone::Promoted(done)
                 }
                 RunOp::Discard { run_id } => {
-                    RunDone::Discarded(self.cores.run_discard(tenant, &run_id).await?)
+                    RunDone::Discarded(self.cores.run_discard(tenant, own, &run_id).await?)
                 }
             })
         })

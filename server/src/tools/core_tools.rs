@@ -111,6 +111,9 @@ impl Tool for RollbackCore {
                 ToolOutcome::error(ToolStatus::Invalid, m)
             }
             Err(CoreEditError::WouldBreak(m)) => ToolOutcome::error(ToolStatus::Failed, m),
+            Err(e @ (CoreEditError::GatesFailed(_) | CoreEditError::McpReviewRequired { .. })) => {
+                ToolOutcome::error(ToolStatus::Failed, e.to_string())
+            }
             Err(CoreEditError::Forbidden(m) | CoreEditError::TooLarge(m)) => {
                 ToolOutcome::error(ToolStatus::Denied, m)
             }
@@ -272,6 +275,10 @@ fn run_error(e: CoreEditError, run_id: Option<&str>) -> ToolOutcome {
             ToolOutcome::error(ToolStatus::Invalid, m)
         }
         CoreEditError::WouldBreak(m) => ToolOutcome::error(ToolStatus::Failed, m),
+        e @ CoreEditError::GatesFailed(_) => ToolOutcome::error(ToolStatus::Failed, e.to_string()),
+        CoreEditError::McpReviewRequired { message, .. } => {
+            ToolOutcome::error(ToolStatus::Denied, message)
+        }
         CoreEditError::Forbidden(m) | CoreEditError::TooLarge(m) => {
             ToolOutcome::error(ToolStatus::Denied, m)
         }
@@ -354,6 +361,7 @@ impl Tool for EvolveCore {
                     RunOp::Start {
                         run_id: id.clone(),
                         goal,
+                        core: core.clone(),
                     },
                     id,
                 )
