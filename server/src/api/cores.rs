@@ -43,8 +43,12 @@ impl From<CoreEditError> for ApiError {
             }
             CoreEditError::GatesFailed(ref report) => {
                 let details = serde_json::json!({ "gates": report });
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "gates_failed", e.to_string())
-                    .with_details(details)
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "gates_failed",
+                    e.to_string(),
+                )
+                .with_details(details)
             }
             CoreEditError::McpReviewRequired { message, review } => {
                 ApiError::new(StatusCode::CONFLICT, "mcp_review_required", message)

@@ -10,8 +10,8 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::SseEvent;
 use super::{
-    approvals, channels, cores, events, health, principals, providers, runs, schedules, search, sessions,
-    stream, tasks, tenant_policy, tokens, tools, turns,
+    approvals, channels, cores, events, health, principals, providers, runs, schedules, search,
+    sessions, stream, tasks, tenant_policy, tokens, tools, turns,
 };
 use crate::wire::events::{Event, EventPayload};
 

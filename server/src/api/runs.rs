@@ -195,7 +195,12 @@ pub async fn promote_run(
     let req = promote_body(body)?;
     let done = app
         .cores
-        .run_promote(scope.tenant(), core.as_str(), &run, req.mcp_review.as_deref())
+        .run_promote(
+            scope.tenant(),
+            core.as_str(),
+            &run,
+            req.mcp_review.as_deref(),
+        )
         .await?;
     let mut moved = done.cores.clone();
     moved.push(core.to_string());

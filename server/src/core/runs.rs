@@ -149,6 +149,11 @@ pub enum RunOp {
     Discard {
         run_id: String,
     },
+    /// Record the evolver child editing the run.
+    Evolver {
+        run_id: String,
+        evolver: EvolverRef,
+    },
 }
 
 /// What a [`RunOp`] did.
@@ -163,6 +168,7 @@ pub enum RunDone {
     Promoted(Promoted),
     /// `false`: there was no such run.
     Discarded(bool),
+    Recorded,
 }
 
 fn run_ref(id: &str) -> String {
@@ -439,7 +445,11 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
 }
 
 /// Record the evolver child of a run (`evolver.json`).
-pub fn record_evolver(agents: &Path, run_id: &str, evolver: &EvolverRef) -> Result<(), CoreEditError> {
+pub fn record_evolver(
+    agents: &Path,
+    run_id: &str,
+    evolver: &EvolverRef,
+) -> Result<(), CoreEditError> {
     let dir = run_folder(agents, run_id)?;
     read_info(&dir)?;
     let json = serde_json::to_vec_pretty(evolver).map_err(|e| anyhow::anyhow!("evolver: {e}"))?;
@@ -640,8 +650,10 @@ impl super::repository::CoreRepository {
         evolver: EvolverRef,
     ) -> Result<(), CoreEditError> {
         let id = run_id.to_owned();
-        self.with_tree(tenant, move |_, agents| record_evolver(agents, &id, &evolver))
-            .await
+        self.with_tree(tenant, move |_, agents| {
+            record_evolver(agents, &id, &evolver)
+        })
+        .await
     }
 
     /// [`list`]: the runs of `core` in the tenant's tree.

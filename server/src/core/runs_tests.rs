@@ -256,14 +256,19 @@ async fn a_promoted_run_is_what_the_next_load_sees() {
     let before = repo.load(&tenant, &core).await.unwrap();
     assert!(before.soul.as_deref().unwrap_or("").contains("assistant"));
 
-    repo.run_create(&tenant, "assistant", "r1", "a new soul").await.unwrap();
+    repo.run_create(&tenant, "assistant", "r1", "a new soul")
+        .await
+        .unwrap();
     let worktree = repo.agents_dir(&tenant).join(".evolve/runs/r1/agents");
     std::fs::write(worktree.join("assistant/agent/SOUL.md"), "# evolved\n").unwrap();
     let r = repo.run_review(&tenant, "assistant", "r1").await.unwrap();
     assert!(r.report.passed, "{:?}", r.report.failures());
     // Not live until promoted.
     assert_eq!(repo.load(&tenant, &core).await.unwrap().soul, before.soul);
-    let p = repo.run_promote(&tenant, "assistant", "r1", None).await.unwrap();
+    let p = repo
+        .run_promote(&tenant, "assistant", "r1", None)
+        .await
+        .unwrap();
     assert_eq!(p.cores, ["assistant"]);
     let after = repo.load(&tenant, &core).await.unwrap();
     assert_eq!(after.soul.as_deref(), Some("# evolved"));
@@ -271,7 +276,8 @@ async fn a_promoted_run_is_what_the_next_load_sees() {
     assert!(!worktree.exists());
     // The tree's own listing never shows the run folder as a core.
     let cores = repo.list_cores(&tenant).await.unwrap();
-    assert_eq!(cores.len(), 1);
+    let ids: Vec<&str> = cores.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["assistant", "evolver"]);
 }
 
 fn a_review(commit: &str, passed: bool) -> Review {
@@ -354,5 +360,12 @@ fn runs_are_listed_and_detailed_under_their_core_only() {
         },
     )
     .unwrap();
-    assert_eq!(list(agents, "c").unwrap()[0].evolver.as_ref().unwrap().task_id, "t");
+    assert_eq!(
+        list(agents, "c").unwrap()[0]
+            .evolver
+            .as_ref()
+            .unwrap()
+            .task_id,
+        "t"
+    );
 }

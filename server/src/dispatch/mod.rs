@@ -243,6 +243,12 @@ impl Host for Dispatcher {
                 RunOp::Discard { run_id } => {
                     RunDone::Discarded(self.cores.run_discard(tenant, own, &run_id).await?)
                 }
+                RunOp::Evolver { run_id, evolver } => {
+                    self.cores
+                        .run_record_evolver(tenant, &run_id, evolver)
+                        .await?;
+                    RunDone::Recorded
+                }
             })
         })
     }
