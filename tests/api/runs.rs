@@ -375,3 +375,53 @@ async fn rest_promote_refuses_failed_gates_and_an_mcp_change_without_its_token()
         assert_eq!(p["previous"], before["revision"]);
     }
 }
+
+#[tokio::test]
+async fn discarding_a_run_cancels_its_running_evolver() {
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let op = app.token_with("default", "olga", "operator", "1h");
+        let sid = app.create_session(&op).await;
+        // The evolver stops at its write's approval, which nobody answers.
+        let evolver_turn = json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {
+                "path": "assistant/agent/SOUL.md", "content": "# changed\n"}}]},
+            {"content": "unreachable"}
+        ]);
+        let start = json!({"goal": format!("script:{evolver_turn}"), "background": true,
+            "notify_on_complete": false});
+        let evs = run_script(&app, &op, &sid, call("evolve_core", start), "allow_once").await;
+        let (st, started) = result_of(&evs, "evolve_core");
+        assert_eq!(st, "succeeded", "{started}");
+        let run = started["run_id"].as_str().unwrap().to_owned();
+        let child = started["evolver"]["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let asked = app
+            .sse_until(&op, &child, "", None, |e| e["type"] == "approval.requested")
+            .await;
+        assert_eq!(
+            asked.last().unwrap()["type"],
+            "approval.requested",
+            "{asked:#?}"
+        );
+
+        let (st, x) = app
+            .post(&op, &format!("{}/discard", runs_path(&run)), json!({}))
+            .await;
+        assert_eq!(st, 200, "{x}");
+        let cevs = app.sse_until(&op, &child, "", None, is_terminal).await;
+        assert_eq!(
+            cevs.last().unwrap()["type"],
+            "turn.cancelled",
+            "{backend:?} {cevs:#?}"
+        );
+        let soul = app
+            .home
+            .join("tenants/default/agents/assistant/agent/SOUL.md");
+        assert!(std::fs::read_to_string(soul)
+            .unwrap()
+            .starts_with("# assistant"));
+    }
+}

@@ -213,7 +213,8 @@ pub async fn promote_run(
     }))
 }
 
-/// Discard a run: its worktree, folder and ref go.
+/// Discard a run: its worktree, folder and ref go, and its evolver child,
+/// if still running, is cancelled.
 #[utoipa::path(post, path = "/v1/cores/{core}/runs/{run_id}/discard", tag = "cores",
     params(("core" = String, Path, pattern = "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$", description = "Core id"),
         ("run_id" = String, Path, pattern = "^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$", description = "Run id")),
@@ -229,8 +230,8 @@ pub async fn discard_run(
     operator(&scope)?;
     let (core, run) = ids(&core, Some(&run))?;
     if !app
-        .cores
-        .run_discard(scope.tenant(), core.as_str(), &run)
+        .dispatcher
+        .discard_run(&scope, core.as_str(), &run)
         .await?
     {
         return Err(ApiError::not_found());

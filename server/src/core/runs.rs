@@ -642,6 +642,20 @@ impl super::repository::CoreRepository {
         Ok(run_folder(&agents, run_id)?.join("agents"))
     }
 
+    /// The evolver child recorded for a run of `core`, if any.
+    pub async fn run_evolver(
+        &self,
+        tenant: &crate::ids::TenantId,
+        core: &str,
+        run_id: &str,
+    ) -> Result<Option<EvolverRef>, CoreEditError> {
+        let agents = self.ready_tree(tenant).await?;
+        owned(&agents, run_id, core)?;
+        Ok(read_json(
+            &run_folder(&agents, run_id)?.join("evolver.json"),
+        ))
+    }
+
     /// [`record_evolver`] in the tenant's tree.
     pub async fn run_record_evolver(
         &self,

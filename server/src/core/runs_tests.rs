@@ -369,3 +369,27 @@ fn runs_are_listed_and_detailed_under_their_core_only() {
         "t"
     );
 }
+
+#[test]
+fn every_tenant_gets_the_evolver_in_its_own_commit_once() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = crate::core::repository::CoreRepository::new(home.path());
+    let tenant = crate::ids::TenantId::parse("t1").unwrap();
+    repo.ensure_seeded(&tenant).unwrap();
+    let agents = repo.agents_dir(&tenant);
+    let git = runner();
+    let live = git.live(&agents).unwrap().unwrap();
+    let log = git.run(&agents, &["log", "--format=%s", &live]).unwrap();
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        ["seed the evolver core", "seed the assistant core"]
+    );
+    // Seeding again changes nothing; a tenant's own evolver is left alone.
+    std::fs::write(agents.join("evolver/agent/SOUL.md"), "mine").unwrap();
+    repo.ensure_seeded(&tenant).unwrap();
+    assert_eq!(git.live(&agents).unwrap().unwrap(), live);
+    assert_eq!(
+        std::fs::read_to_string(agents.join("evolver/agent/SOUL.md")).unwrap(),
+        "mine"
+    );
+}

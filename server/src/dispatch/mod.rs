@@ -241,7 +241,7 @@ impl Host for Dispatcher {
                     RunDone::Promoted(done)
                 }
                 RunOp::Discard { run_id } => {
-                    RunDone::Discarded(self.cores.run_discard(tenant, own, &run_id).await?)
+                    RunDone::Discarded(self.discard_run(&ctx.scope, own, &run_id).await?)
                 }
                 RunOp::Evolver { run_id, evolver } => {
                     self.cores
@@ -255,6 +255,31 @@ impl Host for Dispatcher {
 }
 
 impl Dispatcher {
+    /// Discard an evolve run of `core`; its evolver child, when still
+    /// running, is cancelled (its workspace is gone). `false`: no such run.
+    pub async fn discard_run(
+        &self,
+        scope: &PrincipalScope,
+        core: &str,
+        run_id: &str,
+    ) -> Result<bool, crate::core::edit::CoreEditError> {
+        let tenant = scope.tenant();
+        let evolver = match self.cores.run_evolver(tenant, core, run_id).await {
+            Ok(e) => e,
+            Err(crate::core::edit::CoreEditError::NotFound) => None,
+            Err(e) => return Err(e),
+        };
+        let discarded = self.cores.run_discard(tenant, core, run_id).await?;
+        if let Some(e) = evolver.filter(|_| discarded) {
+            // Best effort: a caller who cannot see the task cannot cancel it,
+            // and its next step fails on the missing workspace anyway.
+            if let Err(err) = self.tasks.cancel(scope, &e.task_id).await {
+                tracing::info!(error = %err, task = %e.task_id, "evolver of a discarded run not cancelled");
+            }
+        }
+        Ok(discarded)
+    }
+
     /// The live revision of these cores moved: their sessions'
     /// `allow_session` grants die. After the commit, so a failure can only
     /// be logged (a grant's key still carries the core's fingerprint, so it
