@@ -167,6 +167,17 @@ async fn the_evolver_edits_a_run_that_rest_reviews_and_promotes() {
         allow_later(&app, &op, &sid, &turn, &run).await;
         let (_, core) = app.get(&op, "/v1/cores/assistant").await;
         assert_ne!(core["revision"], d["base"], "promote moved live");
+        // The session grant made on the old revision does not outlive the
+        // promote: the same write is asked again (and refused here).
+        let evs = run_script(
+            &app,
+            &op,
+            &sid,
+            call("write_file", json!({"path": "x.txt", "content": "x"})),
+            "deny",
+        )
+        .await;
+        assert_eq!(result_of(&evs, "write_file").0, "denied", "{backend:?}");
         // The next turn does not see it.
         let evs = run_script(
             &app,
@@ -216,8 +227,8 @@ async fn the_evolver_edits_a_run_that_rest_reviews_and_promotes() {
 }
 
 /// With `turn` waiting on its write approval: promote `run` over REST, then
-/// allow the write; the turn's later `todo` call still works (its catalog
-/// is the one it started with).
+/// allow the write for the session; the turn's later `todo` call still
+/// works (its catalog is the one it started with).
 async fn allow_later(app: &TestApp, tok: &str, sid: &str, turn: &str, run: &str) {
     let evs = app
         .sse_until(tok, sid, "", None, |e| {
@@ -237,7 +248,7 @@ async fn allow_later(app: &TestApp, tok: &str, sid: &str, turn: &str, run: &str)
         .post(
             tok,
             &format!("/v1/approvals/{approval}"),
-            json!({"decision": "allow_once"}),
+            json!({"decision": "allow_session"}),
         )
         .await;
     assert_eq!(st, 200, "{b}");
