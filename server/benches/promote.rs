@@ -1,5 +1,6 @@
 //! Promote latency (issue 14): an evolve run of the seeded `assistant`
-//! core, edited (one new skill file, as an evolver would write it), then
+//! core, edited (one skill file rewritten, as an evolver would write it;
+//! the same path every time, so the tree keeps its size), then
 //! reviewed and promoted through the version store, `git` subprocesses and
 //! gates included; each cycle discards its run after. No child agent runs:
 //! the figures are the host's share. Run with `scripts/bench promote` or
@@ -59,11 +60,13 @@ fn main() {
             .block_on(repo.run_create(&tenant, "assistant", &run, "add a skill"))
             .unwrap();
         start.push(t0.elapsed());
-        let skill = wt.join(format!("assistant/agent/skills/s{i:05}/SKILL.md"));
+        let skill = wt.join("assistant/agent/skills/bench/SKILL.md");
         std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
         std::fs::write(
             &skill,
-            format!("---\nname: s{i:05}\ndescription: Skill {i}.\n---\n# Skill {i}\n"),
+            format!(
+                "---\nname: bench\ndescription: Revision {i}.\n---\n# Bench\n\nRevision {i}.\n"
+            ),
         )
         .unwrap();
         let t = Instant::now();
@@ -81,7 +84,7 @@ fn main() {
             .block_on(repo.run_discard(&tenant, "assistant", &run))
             .unwrap());
     }
-    println!("{n} runs of the seeded assistant core, one new skill each, promoted in turn");
+    println!("{n} runs of the seeded assistant core, one skill rewritten each, promoted in turn");
     report("start", start);
     report("review", review);
     report("promote", promote);
