@@ -81,6 +81,9 @@ async fn cores_are_listed_read_written_deleted_and_versioned_on_every_backend() 
         assert_eq!(st, 200, "{list}");
         assert_eq!(list["cores"][0]["id"], "assistant");
         assert_eq!(list["cores"][0]["loads"], true);
+        // The host seeds its evolver core beside the assistant.
+        assert_eq!(list["cores"][1]["id"], "evolver");
+        assert_eq!(list["cores"][1]["loads"], true);
 
         let (st, core) = app.get(&op, "/v1/cores/assistant").await;
         assert_eq!(st, 200, "{core}");
@@ -131,7 +134,7 @@ async fn cores_are_listed_read_written_deleted_and_versioned_on_every_backend() 
             .iter()
             .map(|c| c["id"].as_str().unwrap())
             .collect();
-        assert_eq!(ids, vec!["assistant", "small"]);
+        assert_eq!(ids, vec!["assistant", "evolver", "small"]);
 
         // Versions of one core: its own commits only, newest first, with author and message.
         let (st, v) = app.get(&op, "/v1/cores/assistant/versions").await;

@@ -20,6 +20,7 @@ mod models;
 mod openai;
 mod operations;
 mod protection;
+mod runs;
 mod runtime;
 mod schedules;
 mod sessions;

@@ -41,6 +41,19 @@ impl From<CoreEditError> for ApiError {
             CoreEditError::WouldBreak(m) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "core_invalid", m)
             }
+            CoreEditError::GatesFailed(ref report) => {
+                let details = serde_json::json!({ "gates": report });
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "gates_failed",
+                    e.to_string(),
+                )
+                .with_details(details)
+            }
+            CoreEditError::McpReviewRequired { message, review } => {
+                ApiError::new(StatusCode::CONFLICT, "mcp_review_required", message)
+                    .with_details(serde_json::json!({ "mcp_security_review": review }))
+            }
             CoreEditError::Internal(e) => crate::error::Error::Internal(e).into(),
         }
     }

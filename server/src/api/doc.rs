@@ -10,8 +10,8 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::SseEvent;
 use super::{
-    approvals, channels, cores, events, health, principals, providers, schedules, search, sessions,
-    stream, tasks, tenant_policy, tokens, tools, turns,
+    approvals, channels, cores, events, health, principals, providers, runs, schedules, search,
+    sessions, stream, tasks, tenant_policy, tokens, tools, turns,
 };
 use crate::wire::events::{Event, EventPayload};
 
@@ -38,6 +38,7 @@ use crate::wire::events::{Event, EventPayload};
         providers::list_provider_keys, providers::put_provider_key, providers::delete_provider_key,
         cores::list_cores, cores::get_core, cores::get_core_file, cores::put_core_file,
         cores::delete_core_file, cores::list_core_versions, cores::diff_core,
+        runs::list_runs, runs::get_run, runs::review_run, runs::promote_run, runs::discard_run,
     ),
     components(schemas(ErrorBody, Event, EventPayload, SseEvent)),
     modifiers(&BearerAuth, &SharedResponses),

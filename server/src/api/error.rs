@@ -23,6 +23,11 @@ pub struct ErrorDetail {
     /// Stable machine-readable code, e.g. `not_found`, `invalid_request`.
     pub code: String,
     pub message: String,
+    /// What some errors carry beyond their message (e.g. the gate report of
+    /// `gates_failed`, the MCP security review of `mcp_review_required`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub details: Option<serde_json::Value>,
 }
 
 /// An error ready for the wire.
@@ -32,6 +37,7 @@ pub struct ApiError {
     pub code: &'static str,
     pub message: String,
     pub retry_after: Option<u64>,
+    pub details: Option<serde_json::Value>,
 }
 
 impl ApiError {
@@ -41,7 +47,14 @@ impl ApiError {
             code,
             message: message.into(),
             retry_after: None,
+            details: None,
         }
+    }
+
+    /// The same error carrying `details` in its body.
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(details);
+        self
     }
 
     pub fn not_found() -> Self {
@@ -112,6 +125,7 @@ impl IntoResponse for ApiError {
             error: ErrorDetail {
                 code: self.code.to_owned(),
                 message: self.message,
+                details: self.details,
             },
         };
         let mut resp = (self.status, Json(body)).into_response();

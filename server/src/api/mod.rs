@@ -12,6 +12,7 @@ pub mod extract;
 pub mod health;
 pub mod principals;
 pub mod providers;
+pub mod runs;
 pub mod schedules;
 pub mod search;
 pub mod sessions;
@@ -103,6 +104,20 @@ pub fn router(app: SharedApp) -> Router {
         )
         .route("/v1/cores/{core}/versions", get(cores::list_core_versions))
         .route("/v1/cores/{core}/diff", get(cores::diff_core))
+        .route("/v1/cores/{core}/runs", get(runs::list_runs))
+        .route("/v1/cores/{core}/runs/{run_id}", get(runs::get_run))
+        .route(
+            "/v1/cores/{core}/runs/{run_id}/review",
+            post(runs::review_run),
+        )
+        .route(
+            "/v1/cores/{core}/runs/{run_id}/promote",
+            post(runs::promote_run),
+        )
+        .route(
+            "/v1/cores/{core}/runs/{run_id}/discard",
+            post(runs::discard_run),
+        )
         .route(
             "/v1/channels/accounts",
             post(channels::create_account).get(channels::list_accounts),

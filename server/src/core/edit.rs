@@ -49,6 +49,16 @@ pub enum CoreEditError {
     /// The change would leave a core that does not load; the loader's words.
     #[error("{0}")]
     WouldBreak(String),
+    /// An evolve run's gates failed on promote; the whole report.
+    #[error("gates failed: {}", .0.failures().join("; "))]
+    GatesFailed(Box<super::gates::GateReport>),
+    /// An evolve run changes MCP declarations and the promote did not carry
+    /// its review's token (or a stale one); the summary and current token.
+    #[error("{message}")]
+    McpReviewRequired {
+        message: String,
+        review: Box<super::mcp_review::McpReview>,
+    },
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }

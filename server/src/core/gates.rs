@@ -81,7 +81,7 @@ impl Entry {
 }
 
 /// One gate's verdict.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct Phase {
     pub name: String,
     pub passed: bool,
@@ -107,7 +107,7 @@ impl Phase {
 }
 
 /// Every phase, and whether all passed.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct GateReport {
     pub passed: bool,
     pub phases: Vec<Phase>,

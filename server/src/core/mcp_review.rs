@@ -7,7 +7,7 @@
 //! and after, so a new review, a new base or any edit makes an old token
 //! stale.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -28,7 +28,7 @@ pub struct Declaration {
 }
 
 /// One change as the review shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct McpChange {
     pub path: String,
     /// `added`, `removed` or `modified`.
@@ -40,7 +40,7 @@ pub struct McpChange {
 }
 
 /// What a promote of an MCP-changing run must be approved against.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct McpReview {
     /// Changed declaration paths, sorted.
     pub changed_paths: Vec<String>,

@@ -61,7 +61,7 @@ pub use manifest::{
     AgentYaml, ApprovalInfo, ApprovalPolicy, CapabilitiesInfo, GlobalYaml, Grants, PipelinesYaml,
     Risk, SlotYaml, ToolMetadataOverride, ToolYaml,
 };
-pub use seed::seed_assistant;
+pub use seed::{seed_assistant, seed_evolver};
 
 #[cfg(test)]
 #[path = "fixtures_tests.rs"]

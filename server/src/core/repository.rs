@@ -152,28 +152,38 @@ impl CoreRepository {
         crate::home::HomeLayout::new(&self.home).agents_dir(tenant)
     }
 
-    /// Give a tenant its default `assistant` core (once), committed to the
-    /// tree's git repository. Runs at bootstrap and tenant creation, never per turn.
+    /// Give a tenant the host's cores (each once, when missing): the default
+    /// `assistant` and the `evolver` that `evolve_core` runs, each committed
+    /// to the tree's git repository. Runs at bootstrap, tenant creation and
+    /// before tree changes, never per turn.
     pub fn ensure_seeded(&self, tenant: &TenantId) -> anyhow::Result<()> {
         use anyhow::Context;
         let agents = self.agents_dir(tenant);
-        let core = agents.join("assistant");
-        if core.join("agent.yaml").exists() {
-            return Ok(());
-        }
-        crate::bootstrap::private_dir(&agents)?;
-        super::seed_assistant(&core).with_context(|| format!("seed {}", core.display()))?;
-        let author = super::git::Author {
-            name: "demiurge".into(),
-            email: "demiurge@localhost".into(),
-        };
-        let git = self.git_runner(tenant, &agents);
-        if let Err(e) = git.and_then(|g| {
-            g.commit_live(&agents, "assistant", &author, "seed the assistant core")
-                .map_err(anyhow::Error::from)
-        }) {
-            // The core works without history; versioning needs git.
-            tracing::warn!(error = %e, "could not commit the seeded core to git");
+        type Seed = fn(&Path) -> std::io::Result<()>;
+        let seeds: [(&str, Seed); 2] = [
+            ("assistant", super::seed_assistant),
+            ("evolver", super::seed_evolver),
+        ];
+        for (id, seed) in seeds {
+            let core = agents.join(id);
+            // A folder that exists is the tenant's, whatever is in it.
+            if std::fs::symlink_metadata(&core).is_ok() {
+                continue;
+            }
+            crate::bootstrap::private_dir(&agents)?;
+            seed(&core).with_context(|| format!("seed {}", core.display()))?;
+            let author = super::git::Author {
+                name: "demiurge".into(),
+                email: "demiurge@localhost".into(),
+            };
+            let git = self.git_runner(tenant, &agents);
+            if let Err(e) = git.and_then(|g| {
+                g.commit_live(&agents, id, &author, &format!("seed the {id} core"))
+                    .map_err(anyhow::Error::from)
+            }) {
+                // The core works without history; versioning needs git.
+                tracing::warn!(error = %e, core = id, "could not commit a seeded core to git");
+            }
         }
         Ok(())
     }

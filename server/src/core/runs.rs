@@ -40,10 +40,76 @@ pub struct RunInfo {
     /// The live revision the run started from.
     pub base: String,
     pub goal: String,
+    /// The core the run was started for (`evolve_core` of a session on it);
+    /// the REST API lists and acts on a run only under this core.
+    #[serde(default)]
+    pub core: Option<String>,
+}
+
+/// The evolver child agent editing a run (`evolver.json`, written once
+/// the child's task is queued).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct EvolverRef {
+    pub task_id: String,
+    pub session_id: String,
+}
+
+/// Where a run stands, from its files and refs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// Not reviewed yet.
+    Open,
+    /// Reviewed, the gates passed, and not changed since: promotable.
+    Reviewed,
+    /// The last review's gates failed.
+    Failed,
+    /// Edited since its last review: review it again.
+    Changed,
+    /// Its reviewed revision is live.
+    Promoted,
+    /// Live moved since the run started: promote would refuse.
+    Outdated,
+}
+
+/// A run as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub core: String,
+    pub goal: String,
+    /// The live revision the run started from.
+    pub base: String,
+    /// Whether it has been reviewed, and whether that review passed.
+    pub reviewed: bool,
+    pub passed: Option<bool>,
+    pub evolver: Option<EvolverRef>,
+}
+
+/// A run in full: its state, its difference from live, its last review.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct RunDetail {
+    pub run_id: String,
+    pub core: String,
+    pub goal: String,
+    pub base: String,
+    /// The live revision now.
+    pub live: String,
+    pub state: RunState,
+    /// Paths (relative to the agents tree) that differ from live, sorted.
+    pub changed: Vec<String>,
+    /// Unified diff from live to the run's content, agents-relative paths.
+    pub diff: String,
+    /// True when `diff` was cut at 1 MiB.
+    pub truncated: bool,
+    /// The last review (gate report, and the MCP security summary and
+    /// token when declarations changed).
+    pub review: Option<Review>,
+    pub evolver: Option<EvolverRef>,
 }
 
 /// The result of a review.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Review {
     /// The run's content as a commit (parent: the base).
     pub commit: String,
@@ -70,6 +136,8 @@ pub enum RunOp {
     Start {
         run_id: String,
         goal: String,
+        /// The core the run is for.
+        core: String,
     },
     Review {
         run_id: String,
@@ -80,6 +148,11 @@ pub enum RunOp {
     },
     Discard {
         run_id: String,
+    },
+    /// Record the evolver child editing the run.
+    Evolver {
+        run_id: String,
+        evolver: EvolverRef,
     },
 }
 
@@ -95,6 +168,7 @@ pub enum RunDone {
     Promoted(Promoted),
     /// `false`: there was no such run.
     Discarded(bool),
+    Recorded,
 }
 
 fn run_ref(id: &str) -> String {
@@ -132,6 +206,7 @@ pub fn create(
     agents: &Path,
     run_id: &str,
     goal: &str,
+    core: &str,
     owner: Option<(u32, u32)>,
 ) -> Result<RunInfo, CoreEditError> {
     let dir = run_folder(agents, run_id)?;
@@ -154,6 +229,7 @@ pub fn create(
         run_id: run_id.to_owned(),
         base,
         goal: goal.to_owned(),
+        core: Some(core.to_owned()),
     };
     let json = serde_json::to_vec_pretty(&info).map_err(|e| anyhow::anyhow!("run.json: {e}"))?;
     std::fs::write(dir.join("run.json"), json).map_err(|e| anyhow::anyhow!("run.json: {e}"))?;
@@ -300,10 +376,7 @@ pub fn promote(
     }
     let report = gates::run(&worktree, Some(&changed));
     if !report.passed {
-        return Err(CoreEditError::WouldBreak(format!(
-            "gates failed: {}",
-            report.failures().join("; ")
-        )));
+        return Err(CoreEditError::GatesFailed(Box::new(report)));
     }
     let live = git
         .live(agents)?
@@ -320,7 +393,12 @@ pub fn promote(
     }
     // The live checkout is the base here, so "before" is what review saw.
     if let Some(mcp) = mcp_review_of(agents, &worktree, &reviewed, &changed) {
-        mcp_review::accepts(&mcp, mcp_token).map_err(CoreEditError::Forbidden)?;
+        if let Err(message) = mcp_review::accepts(&mcp, mcp_token) {
+            return Err(CoreEditError::McpReviewRequired {
+                message,
+                review: Box::new(mcp),
+            });
+        }
     }
     let cores = super::rollback::changed_cores(&changed.join("\n"));
     git.run(agents, &["merge", "--ff-only", "-q", &reviewed])?;
@@ -350,6 +428,171 @@ pub fn discard(git: &GitRunner, agents: &Path, run_id: &str) -> Result<bool, Cor
     Ok(existed || had_ref)
 }
 
+/// The run's info when it belongs to `core` (another core's run, like a
+/// missing one, is [`CoreEditError::NotFound`]).
+fn owned(agents: &Path, run_id: &str, core: &str) -> Result<RunInfo, CoreEditError> {
+    let info = read_info(&run_folder(agents, run_id)?)?;
+    if info.core.as_deref() == Some(core) {
+        Ok(info)
+    } else {
+        Err(CoreEditError::NotFound)
+    }
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+    let bytes = std::fs::read(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Record the evolver child of a run (`evolver.json`).
+pub fn record_evolver(
+    agents: &Path,
+    run_id: &str,
+    evolver: &EvolverRef,
+) -> Result<(), CoreEditError> {
+    let dir = run_folder(agents, run_id)?;
+    read_info(&dir)?;
+    let json = serde_json::to_vec_pretty(evolver).map_err(|e| anyhow::anyhow!("evolver: {e}"))?;
+    std::fs::write(dir.join("evolver.json"), json).map_err(|e| anyhow::anyhow!("evolver: {e}"))?;
+    Ok(())
+}
+
+/// The runs of `core`, newest first (run ids are time-ordered); nothing
+/// runs `git`.
+pub fn list(agents: &Path, core: &str) -> Result<Vec<RunSummary>, CoreEditError> {
+    let root = agents.join(".evolve").join("runs");
+    if std::fs::symlink_metadata(agents.join(".evolve")).is_ok_and(|m| m.file_type().is_symlink())
+        || std::fs::symlink_metadata(&root).is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return Ok(Vec::new());
+    }
+    let entries = match std::fs::read_dir(&root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(anyhow::anyhow!("read runs: {e}").into()),
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        if gates::check_run_id(&name).is_err() || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let dir = entry.path();
+        let Ok(info) = read_info(&dir) else { continue };
+        if info.core.as_deref() != Some(core) {
+            continue;
+        }
+        let review: Option<Review> = read_json(&dir.join("review.json"));
+        out.push(RunSummary {
+            run_id: info.run_id,
+            core: core.to_owned(),
+            goal: info.goal,
+            base: info.base,
+            reviewed: review.is_some(),
+            passed: review.map(|r| r.report.passed),
+            evolver: read_json(&dir.join("evolver.json")),
+        });
+    }
+    out.sort_by(|a, b| b.run_id.cmp(&a.run_id));
+    Ok(out)
+}
+
+/// Pure: where a run stands.
+pub fn state_of(
+    base: &str,
+    live: &str,
+    review: Option<&Review>,
+    content_tree: &str,
+    reviewed_tree: Option<&str>,
+) -> RunState {
+    match review {
+        Some(r) if r.commit == live => RunState::Promoted,
+        _ if base != live => RunState::Outdated,
+        None => RunState::Open,
+        Some(_) if reviewed_tree != Some(content_tree) => RunState::Changed,
+        Some(r) if !r.report.passed => RunState::Failed,
+        Some(_) => RunState::Reviewed,
+    }
+}
+
+/// A run of `core` in full. Its content is snapshotted (objects only, no
+/// ref moves) to diff it against live.
+pub fn detail(
+    git: &GitRunner,
+    agents: &Path,
+    run_id: &str,
+    core: &str,
+) -> Result<RunDetail, CoreEditError> {
+    let info = owned(agents, run_id, core)?;
+    let dir = run_folder(agents, run_id)?;
+    let worktree = dir.join("agents");
+    if !std::fs::symlink_metadata(&worktree).is_ok_and(|m| m.is_dir()) {
+        return Err(CoreEditError::NotFound);
+    }
+    let live = git
+        .live(agents)?
+        .ok_or_else(|| CoreEditError::Invalid("the agents tree has no live revision".into()))?;
+    let now = snapshot(git, &worktree, &info)?;
+    let review: Option<Review> = read_json(&dir.join("review.json"));
+    let tree = |c: &str| -> Result<String, GitError> {
+        Ok(git
+            .run(agents, &["rev-parse", &format!("{c}^{{tree}}")])?
+            .trim()
+            .to_owned())
+    };
+    let content_tree = tree(&now)?;
+    let reviewed_tree = match &review {
+        Some(r) => Some(tree(&r.commit)?),
+        None => None,
+    };
+    let state = state_of(
+        &info.base,
+        &live,
+        review.as_ref(),
+        &content_tree,
+        reviewed_tree.as_deref(),
+    );
+    let changed = changed_paths(git, agents, &live, &now)?;
+    let mut diff = git.run(
+        agents,
+        &[
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            &live,
+            &now,
+            "--",
+        ],
+    )?;
+    let truncated = diff.len() > MAX_DIFF_BYTES;
+    if truncated {
+        let mut cut = MAX_DIFF_BYTES;
+        while !diff.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        diff.truncate(cut);
+    }
+    Ok(RunDetail {
+        run_id: info.run_id,
+        core: core.to_owned(),
+        goal: info.goal,
+        base: info.base,
+        live,
+        state,
+        changed,
+        diff,
+        truncated,
+        review,
+        evolver: read_json(&dir.join("evolver.json")),
+    })
+}
+
+/// Longest diff a run's detail carries.
+const MAX_DIFF_BYTES: usize = 1 << 20;
+
 impl super::repository::CoreRepository {
     /// Run `f` on the tenant's tree with its `git`, holding the tenant's
     /// writer lock (runs and live changes take turns).
@@ -367,47 +610,122 @@ impl super::repository::CoreRepository {
             .map_err(|e| anyhow::anyhow!("evolve run: {e}"))?
     }
 
-    /// [`create`] in the tenant's tree; also the run's worktree.
+    /// [`create`] in the tenant's tree for `core`; also the run's worktree.
     pub async fn run_create(
         &self,
         tenant: &crate::ids::TenantId,
+        core: &str,
         run_id: &str,
         goal: &str,
     ) -> Result<(RunInfo, PathBuf), CoreEditError> {
-        let (id, goal) = (run_id.to_owned(), goal.to_owned());
+        let (id, goal, core) = (run_id.to_owned(), goal.to_owned(), core.to_owned());
         let owner = self
             .walls
             .as_ref()
             .and_then(|w| w.sandbox.workspace_owner(tenant.as_str()));
         self.with_tree(tenant, move |git, agents| {
-            let info = create(git, agents, &id, &goal, owner)?;
+            let info = create(git, agents, &id, &goal, &core, owner)?;
             Ok((info, run_folder(agents, &id)?.join("agents")))
         })
         .await
     }
 
-    /// [`review`] in the tenant's tree.
-    pub async fn run_review(
+    /// The worktree of a run of `core` (`NotFound`: no such run of it).
+    pub async fn run_worktree(
+        &self,
+        tenant: &crate::ids::TenantId,
+        core: &str,
+        run_id: &str,
+    ) -> Result<PathBuf, CoreEditError> {
+        let agents = self.ready_tree(tenant).await?;
+        owned(&agents, run_id, core)?;
+        Ok(run_folder(&agents, run_id)?.join("agents"))
+    }
+
+    /// The evolver child recorded for a run of `core`, if any.
+    pub async fn run_evolver(
+        &self,
+        tenant: &crate::ids::TenantId,
+        core: &str,
+        run_id: &str,
+    ) -> Result<Option<EvolverRef>, CoreEditError> {
+        let agents = self.ready_tree(tenant).await?;
+        owned(&agents, run_id, core)?;
+        Ok(read_json(
+            &run_folder(&agents, run_id)?.join("evolver.json"),
+        ))
+    }
+
+    /// [`record_evolver`] in the tenant's tree.
+    pub async fn run_record_evolver(
         &self,
         tenant: &crate::ids::TenantId,
         run_id: &str,
-    ) -> Result<Review, CoreEditError> {
+        evolver: EvolverRef,
+    ) -> Result<(), CoreEditError> {
         let id = run_id.to_owned();
-        self.with_tree(tenant, move |git, agents| review(git, agents, &id))
+        self.with_tree(tenant, move |_, agents| {
+            record_evolver(agents, &id, &evolver)
+        })
+        .await
+    }
+
+    /// [`list`]: the runs of `core` in the tenant's tree.
+    pub async fn run_list(
+        &self,
+        tenant: &crate::ids::TenantId,
+        core: &str,
+    ) -> Result<Vec<RunSummary>, CoreEditError> {
+        let core = core.to_owned();
+        self.with_tree(tenant, move |_, agents| list(agents, &core))
             .await
     }
 
-    /// [`promote`] in the tenant's tree; the changed cores load anew on
-    /// their next turn. The caller drops their `allow_session` grants.
+    /// [`detail`] in the tenant's tree.
+    pub async fn run_detail(
+        &self,
+        tenant: &crate::ids::TenantId,
+        core: &str,
+        run_id: &str,
+    ) -> Result<RunDetail, CoreEditError> {
+        let (id, core) = (run_id.to_owned(), core.to_owned());
+        self.with_tree(tenant, move |git, agents| detail(git, agents, &id, &core))
+            .await
+    }
+
+    /// [`review`] of a run of `core` in the tenant's tree.
+    pub async fn run_review(
+        &self,
+        tenant: &crate::ids::TenantId,
+        core: &str,
+        run_id: &str,
+    ) -> Result<Review, CoreEditError> {
+        let (id, core) = (run_id.to_owned(), core.to_owned());
+        self.with_tree(tenant, move |git, agents| {
+            owned(agents, &id, &core)?;
+            review(git, agents, &id)
+        })
+        .await
+    }
+
+    /// [`promote`] of a run of `core` in the tenant's tree; the changed
+    /// cores load anew on their next turn. The caller drops their
+    /// `allow_session` grants.
     pub async fn run_promote(
         &self,
         tenant: &crate::ids::TenantId,
+        core: &str,
         run_id: &str,
         mcp_token: Option<&str>,
     ) -> Result<Promoted, CoreEditError> {
-        let (id, token) = (run_id.to_owned(), mcp_token.map(str::to_owned));
+        let (id, token, core) = (
+            run_id.to_owned(),
+            mcp_token.map(str::to_owned),
+            core.to_owned(),
+        );
         let done = self
             .with_tree(tenant, move |git, agents| {
+                owned(agents, &id, &core)?;
                 promote(git, agents, &id, token.as_deref())
             })
             .await?;
@@ -419,15 +737,25 @@ impl super::repository::CoreRepository {
         Ok(done)
     }
 
-    /// [`discard`] in the tenant's tree.
+    /// [`discard`] of a run of `core` in the tenant's tree (a half-made
+    /// run without `run.json` belongs to no core and goes too).
     pub async fn run_discard(
         &self,
         tenant: &crate::ids::TenantId,
+        core: &str,
         run_id: &str,
     ) -> Result<bool, CoreEditError> {
-        let id = run_id.to_owned();
-        self.with_tree(tenant, move |git, agents| discard(git, agents, &id))
-            .await
+        let (id, core) = (run_id.to_owned(), core.to_owned());
+        self.with_tree(tenant, move |git, agents| {
+            match owned(agents, &id, &core) {
+                Ok(_) => {}
+                Err(CoreEditError::NotFound)
+                    if !run_folder(agents, &id)?.join("run.json").exists() => {}
+                Err(e) => return Err(e),
+            }
+            discard(git, agents, &id)
+        })
+        .await
     }
 }
 

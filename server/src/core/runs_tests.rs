@@ -41,7 +41,7 @@ fn wt(agents: &Path, id: &str) -> PathBuf {
 fn create_review_promote_discard() {
     let (dir, git, base) = tree();
     let agents = dir.path();
-    let info = create(&git, agents, "r1", "add a skill", None).unwrap();
+    let info = create(&git, agents, "r1", "add a skill", "c", None).unwrap();
     assert_eq!(info.base, base);
     assert!(wt(agents, "r1").join("c/agent.yaml").is_file());
     assert!(agents.join(".evolve/runs/r1/run.json").is_file());
@@ -52,7 +52,7 @@ fn create_review_promote_discard() {
         ""
     );
     assert!(matches!(
-        create(&git, agents, "r1", "again", None),
+        create(&git, agents, "r1", "again", "c", None),
         Err(CoreEditError::Conflict(_))
     ));
     assert!(matches!(
@@ -119,7 +119,7 @@ fn create_review_promote_discard() {
 fn a_failed_gate_blocks_promote() {
     let (dir, git, base) = tree();
     let agents = dir.path();
-    create(&git, agents, "r2", "deps", None).unwrap();
+    create(&git, agents, "r2", "deps", "c", None).unwrap();
     write(&wt(agents, "r2"), "c/requirements.txt", "requests\n");
     write(
         &wt(agents, "r2"),
@@ -138,7 +138,7 @@ fn a_failed_gate_blocks_promote() {
     assert_eq!(failed, ["dependency", "core_load:c"]);
     let e = promote(&git, agents, "r2", None).unwrap_err();
     assert!(
-        matches!(e, CoreEditError::WouldBreak(ref m) if m.contains("dependency")),
+        matches!(e, CoreEditError::GatesFailed(ref r) if r.failures()[0].contains("dependency")),
         "{e:?}"
     );
     assert_eq!(git.live(agents).unwrap().unwrap(), base);
@@ -148,7 +148,7 @@ fn a_failed_gate_blocks_promote() {
 fn an_mcp_change_needs_its_review_token_and_a_moved_live_refuses() {
     let (dir, git, first_base) = tree();
     let agents = dir.path();
-    create(&git, agents, "r3", "mcp", None).unwrap();
+    create(&git, agents, "r3", "mcp", "c", None).unwrap();
     write(
         &wt(agents, "r3"),
         "c/agent/mcp/srv.yaml",
@@ -163,7 +163,7 @@ fn an_mcp_change_needs_its_review_token_and_a_moved_live_refuses() {
     assert!(recorded.contains(&mcp.id) && !recorded.contains("v4lue"));
     let e = promote(&git, agents, "r3", None).unwrap_err();
     assert!(
-        matches!(e, CoreEditError::Forbidden(ref m) if m.contains("c/agent/mcp/srv.yaml")),
+        matches!(e, CoreEditError::McpReviewRequired { ref message, ref review } if message.contains("c/agent/mcp/srv.yaml") && review.id == mcp.id),
         "{e:?}"
     );
     // The declaration changes again: its second review's token differs,
@@ -178,7 +178,7 @@ fn an_mcp_change_needs_its_review_token_and_a_moved_live_refuses() {
     assert_ne!(token, mcp.id);
     let e = promote(&git, agents, "r3", Some(&mcp.id)).unwrap_err();
     assert!(
-        matches!(e, CoreEditError::Forbidden(ref m) if m.contains("stale")),
+        matches!(e, CoreEditError::McpReviewRequired { ref message, ref review } if message.contains("stale") && review.id == token),
         "{e:?}"
     );
     assert_eq!(git.live(agents).unwrap().unwrap(), first_base);
@@ -186,7 +186,7 @@ fn an_mcp_change_needs_its_review_token_and_a_moved_live_refuses() {
     assert_eq!(p.previous, first_base);
     assert!(agents.join("c/agent/mcp/srv.yaml").exists());
 
-    create(&git, agents, "r4", "soul", None).unwrap();
+    create(&git, agents, "r4", "soul", "c", None).unwrap();
     write(&wt(agents, "r4"), "c/agent/SOUL.md", "new soul");
     review(&git, agents, "r4").unwrap();
     // Live moves underneath the run.
@@ -216,7 +216,7 @@ fn run_ids_and_links_are_walls() {
     for bad in ["../x", "a/b", ".x", "", "-f"] {
         assert!(
             matches!(
-                create(&git, agents, bad, "g", None),
+                create(&git, agents, bad, "g", "c", None),
                 Err(CoreEditError::Invalid(_))
             ),
             "{bad:?}"
@@ -236,7 +236,7 @@ fn run_ids_and_links_are_walls() {
         Err(CoreEditError::Conflict(_))
     ));
     assert!(matches!(
-        create(&git, agents, "r9", "g", None),
+        create(&git, agents, "r9", "g", "c", None),
         Err(CoreEditError::Conflict(_))
     ));
     assert!(outside.path().join("keep").exists());
@@ -256,20 +256,140 @@ async fn a_promoted_run_is_what_the_next_load_sees() {
     let before = repo.load(&tenant, &core).await.unwrap();
     assert!(before.soul.as_deref().unwrap_or("").contains("assistant"));
 
-    repo.run_create(&tenant, "r1", "a new soul").await.unwrap();
+    repo.run_create(&tenant, "assistant", "r1", "a new soul")
+        .await
+        .unwrap();
     let worktree = repo.agents_dir(&tenant).join(".evolve/runs/r1/agents");
     std::fs::write(worktree.join("assistant/agent/SOUL.md"), "# evolved\n").unwrap();
-    let r = repo.run_review(&tenant, "r1").await.unwrap();
+    let r = repo.run_review(&tenant, "assistant", "r1").await.unwrap();
     assert!(r.report.passed, "{:?}", r.report.failures());
     // Not live until promoted.
     assert_eq!(repo.load(&tenant, &core).await.unwrap().soul, before.soul);
-    let p = repo.run_promote(&tenant, "r1", None).await.unwrap();
+    let p = repo
+        .run_promote(&tenant, "assistant", "r1", None)
+        .await
+        .unwrap();
     assert_eq!(p.cores, ["assistant"]);
     let after = repo.load(&tenant, &core).await.unwrap();
     assert_eq!(after.soul.as_deref(), Some("# evolved"));
-    assert!(repo.run_discard(&tenant, "r1").await.unwrap());
+    assert!(repo.run_discard(&tenant, "assistant", "r1").await.unwrap());
     assert!(!worktree.exists());
     // The tree's own listing never shows the run folder as a core.
     let cores = repo.list_cores(&tenant).await.unwrap();
-    assert_eq!(cores.len(), 1);
+    let ids: Vec<&str> = cores.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["assistant", "evolver"]);
+}
+
+fn a_review(commit: &str, passed: bool) -> Review {
+    Review {
+        commit: commit.into(),
+        changed: vec![],
+        report: GateReport {
+            passed,
+            phases: vec![],
+        },
+        mcp: None,
+    }
+}
+
+#[test]
+fn a_runs_state_follows_live_its_review_and_its_content() {
+    let (ok, bad) = (a_review("r", true), a_review("r", false));
+    assert_eq!(state_of("b", "b", None, "t", None), RunState::Open);
+    assert_eq!(
+        state_of("b", "b", Some(&ok), "t", Some("t")),
+        RunState::Reviewed
+    );
+    assert_eq!(
+        state_of("b", "b", Some(&bad), "t", Some("t")),
+        RunState::Failed
+    );
+    assert_eq!(
+        state_of("b", "b", Some(&ok), "t2", Some("t")),
+        RunState::Changed
+    );
+    assert_eq!(state_of("b", "x", None, "t", None), RunState::Outdated);
+    assert_eq!(
+        state_of("b", "r", Some(&ok), "t", Some("t")),
+        RunState::Promoted
+    );
+}
+
+#[test]
+fn runs_are_listed_and_detailed_under_their_core_only() {
+    let (dir, git, base) = tree();
+    let agents = dir.path();
+    create(&git, agents, "evolve-1", "first", "c", None).unwrap();
+    create(&git, agents, "evolve-2", "second", "c", None).unwrap();
+    create(&git, agents, "evolve-3", "other", "d", None).unwrap();
+    let runs = list(agents, "c").unwrap();
+    let ids: Vec<&str> = runs.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ids, ["evolve-2", "evolve-1"]);
+    assert!(!runs[0].reviewed && runs[0].passed.is_none());
+    assert!(list(agents, "nope").unwrap().is_empty());
+
+    let d = detail(&git, agents, "evolve-1", "c").unwrap();
+    assert_eq!((d.state, d.live.as_str()), (RunState::Open, base.as_str()));
+    assert!(d.changed.is_empty() && d.diff.is_empty() && d.review.is_none());
+    write(&wt(agents, "evolve-1"), "c/agent/SOUL.md", "better soul");
+    let d = detail(&git, agents, "evolve-1", "c").unwrap();
+    assert_eq!(d.changed, ["c/agent/SOUL.md"]);
+    assert!(d.diff.contains("+better soul"), "{}", d.diff);
+    review(&git, agents, "evolve-1").unwrap();
+    assert_eq!(
+        detail(&git, agents, "evolve-1", "c").unwrap().state,
+        RunState::Reviewed
+    );
+    write(&wt(agents, "evolve-1"), "c/agent/SOUL.md", "later soul");
+    assert_eq!(
+        detail(&git, agents, "evolve-1", "c").unwrap().state,
+        RunState::Changed
+    );
+    assert!(list(agents, "c").unwrap()[1].reviewed);
+    // Another core's run looks missing.
+    assert!(matches!(
+        detail(&git, agents, "evolve-3", "c"),
+        Err(CoreEditError::NotFound)
+    ));
+    record_evolver(
+        agents,
+        "evolve-2",
+        &EvolverRef {
+            task_id: "t".into(),
+            session_id: "s".into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        list(agents, "c").unwrap()[0]
+            .evolver
+            .as_ref()
+            .unwrap()
+            .task_id,
+        "t"
+    );
+}
+
+#[test]
+fn every_tenant_gets_the_evolver_in_its_own_commit_once() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = crate::core::repository::CoreRepository::new(home.path());
+    let tenant = crate::ids::TenantId::parse("t1").unwrap();
+    repo.ensure_seeded(&tenant).unwrap();
+    let agents = repo.agents_dir(&tenant);
+    let git = runner();
+    let live = git.live(&agents).unwrap().unwrap();
+    let log = git.run(&agents, &["log", "--format=%s", &live]).unwrap();
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        ["seed the evolver core", "seed the assistant core"]
+    );
+    // Seeding again changes nothing; a tenant's own evolver is left alone.
+    std::fs::write(agents.join("evolver/agent/SOUL.md"), "mine").unwrap();
+    repo.ensure_seeded(&tenant).unwrap();
+    assert_eq!(git.live(&agents).unwrap().unwrap(), live);
+    assert_eq!(
+        std::fs::read_to_string(agents.join("evolver/agent/SOUL.md")).unwrap(),
+        "mine"
+    );
 }

@@ -1,10 +1,12 @@
-//! The host's own default `assistant` core, written to disk on first start.
+//! The host's own cores, written to disk on first start: the default
+//! `assistant`, and the `evolver` that `evolve_core start` runs as a child
+//! agent on a run's worktree.
 //!
-//! It uses the same on-disk format as any other core (see the module docs of
-//! [`crate::core`]): `agent.yaml`, `agent/SOUL.md`, `agent/pipelines.yaml`
+//! Both use the same on-disk format as any other core (see the module docs
+//! of [`crate::core`]): `agent.yaml`, `agent/SOUL.md`, `agent/pipelines.yaml`
 //! and the two seed slots `base_input` and `base_output` (a `slot.yaml`
 //! each; their behaviour is built into the host, so there is no code). No
-//! `slots.tools` root is configured, so the core has no authored tools.
+//! `slots.tools` root is configured, so neither has authored tools.
 
 use std::fs;
 use std::io::{self, Write};
@@ -115,13 +117,132 @@ failure_policy: hard
 capabilities: []
 "#;
 
+/// The `evolver` core's files: the coding toolset without the tools that
+/// talk to the user or reach outside (its workspace is the run's worktree,
+/// so every file and terminal effect lands in the run, never in live).
+const EVOLVER_FILES: &[(&str, &str)] = &[
+    ("agent.yaml", EVOLVER_AGENT_YAML),
+    ("agent/SOUL.md", EVOLVER_SOUL_MD),
+    ("agent/pipelines.yaml", PIPELINES_YAML),
+    ("agent/input/base_input/slot.yaml", BASE_INPUT_SLOT),
+    ("agent/output/base_output/slot.yaml", BASE_OUTPUT_SLOT),
+];
+
+const EVOLVER_AGENT_YAML: &str = r#"# Evolver core seeded by the demiurge host: evolve_core runs it as a child
+# agent whose workspace is an evolve run's worktree of the agents tree.
+schema_version: 1
+agent:
+  id: evolver
+  summary: "Host-run evolver core: edits an isolated worktree of the agents tree."
+runtime:
+  surface_root: agent
+  max_model_steps: 90
+  workspace: null
+model:
+  provider: auto
+  model_name: null
+  model_options: {}
+ui:
+  tool_display: null
+channels: {}
+slots:
+  soul: agent/SOUL.md
+  skills: agent/skills
+  schedules: agent/schedules
+  mcp: agent/mcp
+tools:
+  toolsets:
+    - coding
+  metadata:
+    clarify:
+      enabled: false
+    session_search:
+      enabled: false
+    skill_manage:
+      enabled: false
+    todo:
+      enabled: false
+    web_extract:
+      enabled: false
+approval:
+  default: null
+  tools: {}
+  capabilities: {}
+  risks: {}
+capabilities:
+  defaults:
+    fs.read:
+      scope: workspace
+    fs.write:
+      scope: workspace
+    terminal.exec:
+      scope: workspace
+    task.control:
+      scope: session
+  slots: {}
+dependencies:
+  mode: host_shared
+  allow_additional_dependencies: false
+"#;
+
+const EVOLVER_SOUL_MD: &str = r#"# evolver
+
+You change Agent Cores. A core asked the host to evolve it (`evolve_core`),
+and the host made an evolve run: a private git worktree of the tenant's
+agents tree. That worktree is your whole workspace. Every path you read or
+write is relative to it: `<core>/agent.yaml`, `<core>/agent/SOUL.md`, and
+so on. Nothing you write is live; the host reviews the run with its gates
+and a human promotes it, or it is discarded.
+
+## How to work
+
+1. Read the target core first: its `agent.yaml`, `agent/pipelines.yaml`,
+   and the folders the goal touches (`agent/skills`, `agent/input`,
+   `agent/output`, `agent/bootstrap`, authored tools under the root named
+   by `slots.tools`, `agent/mcp`).
+2. Decide where the change belongs: a skill for knowledge or a procedure,
+   an authored tool for an action the model calls, an input slot for
+   context before the model call, an output slot for what happens after it,
+   a bootstrap slot for context set once per session.
+3. Prefer adding a new, named piece over rewriting what is there. Keep
+   `base_input` and `base_output` unless the goal is to replace them.
+4. When you add a slot, add its id to the existing list in
+   `agent/pipelines.yaml`; never rewrite the file or drop other entries.
+5. Change `agent.yaml` only as far as the change needs (a tool root, a
+   capability, a metadata override, a tool to disable).
+6. Keep the edit small and reviewable, then stop.
+
+## What the host refuses
+
+The host's gates refuse a run that writes outside the core folders, adds
+links, build artifacts or dependency files (`requirements.txt`,
+`pyproject.toml`, `package.json`, lock files and the like), leaves a core
+that no longer loads, gives two tools one name, or points at a core that
+does not exist. A changed MCP declaration needs a human's explicit review.
+Do not try to commit, promote or roll back: the host does that.
+
+## When you finish
+
+Answer with what behaviour changed, which files you edited, what you
+checked, and what is left or uncertain.
+"#;
+
 /// Write the default `assistant` core into `dir` (created if needed).
 /// Folders are made `0700` and files `0600` (on Unix). Existing files are
 /// never overwritten: a seed file that is already there fails with
 /// `AlreadyExists`.
 pub fn seed_assistant(dir: &Path) -> io::Result<()> {
+    seed_files(dir, FILES)
+}
+
+/// Write the `evolver` core into `dir`, like [`seed_assistant`].
+pub fn seed_evolver(dir: &Path) -> io::Result<()> {
+    seed_files(dir, EVOLVER_FILES)
+}
+
+fn seed_files(dir: &Path, files: &[(&str, &str)]) -> io::Result<()> {
     make_private_dir(dir)?;
-    for (rel, text) in FILES {
+    for (rel, text) in files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
             make_private_dir_chain(dir, parent)?;

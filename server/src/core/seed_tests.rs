@@ -120,3 +120,38 @@ fn seeded_core_ignores_a_tools_folder_without_slots_tools() {
     let core = load(t.path(), "assistant").unwrap();
     assert!(core.authored.is_empty());
 }
+
+#[test]
+fn seeded_evolver_loads_with_the_coding_tools_it_may_use() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("evolver");
+    seed_evolver(&dir).unwrap();
+    let core = load(&dir, "evolver").unwrap();
+    assert_eq!(core.builtin_tools, CODING);
+    for off in [
+        "clarify",
+        "session_search",
+        "skill_manage",
+        "todo",
+        "web_extract",
+    ] {
+        assert_eq!(
+            core.metadata_override(off).and_then(|m| m.enabled),
+            Some(false),
+            "{off}"
+        );
+    }
+    let mut grants = core.capability_defaults();
+    grants.sort_unstable();
+    assert_eq!(
+        grants,
+        ["fs.read", "fs.write", "task.control", "terminal.exec"]
+    );
+    assert!(core.soul.as_deref().is_some_and(|s| s.contains("worktree")));
+    assert_eq!(core.pipelines.input.serial, ["base_input"]);
+    assert_eq!(core.pipelines.output.serial, ["base_output"]);
+    assert!(matches!(
+        seed_evolver(&dir),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists
+    ));
+}

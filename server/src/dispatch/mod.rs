@@ -219,18 +219,21 @@ impl Host for Dispatcher {
         use crate::core::runs::{RunDone, RunOp};
         Box::pin(async move {
             let tenant = ctx.scope.tenant();
+            // A session acts on the runs of its own core only.
+            let own = ctx.core.id.as_str();
             Ok(match op {
-                RunOp::Start { run_id, goal } => {
-                    let (info, worktree) = self.cores.run_create(tenant, &run_id, &goal).await?;
+                RunOp::Start { run_id, goal, core } => {
+                    let (info, worktree) =
+                        self.cores.run_create(tenant, &core, &run_id, &goal).await?;
                     RunDone::Started { info, worktree }
                 }
                 RunOp::Review { run_id } => {
-                    RunDone::Reviewed(self.cores.run_review(tenant, &run_id).await?)
+                    RunDone::Reviewed(self.cores.run_review(tenant, own, &run_id).await?)
                 }
                 RunOp::Promote { run_id, mcp_token } => {
                     let done = self
                         .cores
-                        .run_promote(tenant, &run_id, mcp_token.as_deref())
+                        .run_promote(tenant, own, &run_id, mcp_token.as_deref())
                         .await?;
                     let mut moved = done.cores.clone();
                     moved.push(ctx.core.id.to_string());
@@ -238,7 +241,13 @@ impl Host for Dispatcher {
                     RunDone::Promoted(done)
                 }
                 RunOp::Discard { run_id } => {
-                    RunDone::Discarded(self.cores.run_discard(tenant, &run_id).await?)
+                    RunDone::Discarded(self.discard_run(&ctx.scope, own, &run_id).await?)
+                }
+                RunOp::Evolver { run_id, evolver } => {
+                    self.cores
+                        .run_record_evolver(tenant, &run_id, evolver)
+                        .await?;
+                    RunDone::Recorded
                 }
             })
         })
@@ -246,6 +255,31 @@ impl Host for Dispatcher {
 }
 
 impl Dispatcher {
+    /// Discard an evolve run of `core`; its evolver child, when still
+    /// running, is cancelled (its workspace is gone). `false`: no such run.
+    pub async fn discard_run(
+        &self,
+        scope: &PrincipalScope,
+        core: &str,
+        run_id: &str,
+    ) -> Result<bool, crate::core::edit::CoreEditError> {
+        let tenant = scope.tenant();
+        let evolver = match self.cores.run_evolver(tenant, core, run_id).await {
+            Ok(e) => e,
+            Err(crate::core::edit::CoreEditError::NotFound) => None,
+            Err(e) => return Err(e),
+        };
+        let discarded = self.cores.run_discard(tenant, core, run_id).await?;
+        if let Some(e) = evolver.filter(|_| discarded) {
+            // Best effort: a caller who cannot see the task cannot cancel it,
+            // and its next step fails on the missing workspace anyway.
+            if let Err(err) = self.tasks.cancel(scope, &e.task_id).await {
+                tracing::info!(error = %err, task = %e.task_id, "evolver of a discarded run not cancelled");
+            }
+        }
+        Ok(discarded)
+    }
+
     /// The live revision of these cores moved: their sessions'
     /// `allow_session` grants die. After the commit, so a failure can only
     /// be logged (a grant's key still carries the core's fingerprint, so it

@@ -23,8 +23,8 @@ impl Store {
         let _gate = self.write_gate().await;
         sqlx::query(
             "INSERT INTO session_lineage (session_id, parent_session_id, tenant_id, principal_id, \
-             parent_core, depth, max_depth, tools, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             parent_core, depth, max_depth, tools, workspace_run, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
         .bind(session.to_string())
         .bind(l.parent_session.to_string())
@@ -34,6 +34,7 @@ impl Store {
         .bind(i64::from(l.depth))
         .bind(i64::from(l.max_depth))
         .bind(tools)
+        .bind(l.workspace_run.as_deref())
         .bind(now_ms())
         .execute(self.pool())
         .await?;
@@ -44,7 +45,8 @@ impl Store {
     /// `delegate_task` created.
     pub async fn lineage(&self, session: SessionId) -> Result<Option<Delegation>, sqlx::Error> {
         let row = sqlx::query(
-            "SELECT parent_core, depth, max_depth, tools FROM session_lineage WHERE session_id = $1",
+            "SELECT parent_core, depth, max_depth, tools, workspace_run FROM session_lineage \
+             WHERE session_id = $1",
         )
         .bind(session.to_string())
         .fetch_optional(self.pool())
@@ -62,6 +64,7 @@ impl Store {
             max_depth: u32::try_from(max_depth).unwrap_or(0),
             tools,
             parent_core: Some(r.try_get("parent_core")?),
+            workspace_run: r.try_get("workspace_run")?,
         }))
     }
 }

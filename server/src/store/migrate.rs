@@ -119,6 +119,14 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0061_tenant_provider_keys.sql"),
         postgres: include_str!("../../../migrations/postgres/0061_tenant_provider_keys.sql"),
     },
+    Embedded {
+        version: 62,
+        name: "session_lineage_workspace_run",
+        sqlite: include_str!("../../../migrations/sqlite/0062_session_lineage_workspace_run.sql"),
+        postgres: include_str!(
+            "../../../migrations/postgres/0062_session_lineage_workspace_run.sql"
+        ),
+    },
 ];
 
 /// The embedded migrations of one backend, as sqlx sees them.

@@ -47,12 +47,20 @@ pub struct Delegation {
     pub tools: Option<Vec<String>>,
     /// The core that delegated (its grants bound this session's tools).
     pub parent_core: Option<String>,
+    /// The evolve run (of `parent_core`) whose worktree is this session's
+    /// workspace: the evolver child of `evolve_core start`.
+    pub workspace_run: Option<String>,
 }
 
 impl Delegation {
     /// A child agent's session (delegated by another session).
     pub fn is_child(&self) -> bool {
         self.depth > 0
+    }
+
+    /// `(core, run id)` when this session works in an evolve run's worktree.
+    pub fn run_of(&self) -> Option<(&str, &str)> {
+        Some((self.parent_core.as_deref()?, self.workspace_run.as_deref()?))
     }
 }
 
@@ -63,6 +71,7 @@ impl Default for Delegation {
             max_depth: HARD_MAX_DEPTH,
             tools: None,
             parent_core: None,
+            workspace_run: None,
         }
     }
 }
@@ -75,6 +84,8 @@ pub struct Lineage {
     pub depth: u32,
     pub max_depth: u32,
     pub tools: Option<Vec<String>>,
+    /// See [`Delegation::workspace_run`].
+    pub workspace_run: Option<String>,
 }
 
 /// What a child core offers: its tools (after the parent's grants) and its

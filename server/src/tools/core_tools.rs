@@ -9,11 +9,14 @@
 //! (`evolve.start.foreground|background`, `evolve.review`,
 //! `evolve.promote`, `evolve.discard`; target: the core), so an
 //! "allow for the session" covers later calls of that action only. `start`
-//! makes the run's worktree; the shipped evolver core is not started as a
-//! child agent on this host yet (the result says so): the worktree is
-//! edited by an operator, then reviewed and promoted. `promote` of a run
-//! that changes MCP declarations needs the `mcp_review_token` of its last
-//! review.
+//! makes the run's worktree and runs the shipped `evolver` core on it as a
+//! child agent: a task of kind `evolver.run` in a child session whose
+//! workspace is the worktree (its lineage names the run), with the
+//! evolver's tools narrowed by this core's grants, unable to delegate
+//! further. `background` answers with the task id at once; otherwise the
+//! call waits for the child (bounded) and answers with its summary. The
+//! run stays for review either way. `promote` of a run that changes MCP
+//! declarations needs the `mcp_review_token` of its last review.
 
 use serde::Deserialize;
 use serde_json::json;
@@ -111,6 +114,9 @@ impl Tool for RollbackCore {
                 ToolOutcome::error(ToolStatus::Invalid, m)
             }
             Err(CoreEditError::WouldBreak(m)) => ToolOutcome::error(ToolStatus::Failed, m),
+            Err(e @ (CoreEditError::GatesFailed(_) | CoreEditError::McpReviewRequired { .. })) => {
+                ToolOutcome::error(ToolStatus::Failed, e.to_string())
+            }
             Err(CoreEditError::Forbidden(m) | CoreEditError::TooLarge(m)) => {
                 ToolOutcome::error(ToolStatus::Denied, m)
             }
@@ -122,9 +128,43 @@ impl Tool for RollbackCore {
     }
 }
 
-/// Said by every `start` until the evolver child runs in a run's worktree.
-pub const EVOLVER_NOTE: &str = "the evolver child agent is not started on this host yet: \
-     edit the run's worktree, then call evolve_core review and promote";
+/// Said by a `start` on a host without child agents.
+pub const EVOLVER_NOTE: &str = "child agents are not available on this host, so the evolver \
+     did not run: edit the run's worktree, then call evolve_core review and promote";
+/// The core `start` runs on the run's worktree.
+pub const EVOLVER_CORE: &str = "evolver";
+/// The task kind of the evolver child.
+pub const EVOLVER_KIND: &str = "evolver.run";
+/// How long a foreground `start` waits for the evolver.
+const EVOLVER_WAIT: std::time::Duration = super::delegate::MAX_FOREGROUND_WAIT;
+
+/// Pure: the evolver child's input. A goal written as a fake-model script
+/// (`script:[…]`, CONTRACT.md) is the whole input, so tests can play the
+/// evolver; any other goal is framed with the run, the target core and
+/// what the host expects (paths are relative to the child's workspace,
+/// which is the run's worktree).
+pub fn evolver_input(run_id: &str, core: &str, goal: &str) -> String {
+    if goal
+        .trim_start()
+        .starts_with(crate::turn::script::INPUT_PREFIX)
+    {
+        return goal.to_owned();
+    }
+    format!(
+        "Evolution run: {run_id}\n\
+         Target core: {core}\n\n\
+         Goal:\n{goal}\n\n\
+         Your workspace is an isolated worktree of this tenant's agents tree; every path \
+         is relative to it. The target core is the folder `{core}/`: read \
+         `{core}/agent.yaml` and `{core}/agent/pipelines.yaml` first, then the folders \
+         the goal touches.\n\
+         Edit only files of the cores, keep the change narrow, and never add dependency \
+         files, links or build artifacts. Do not commit, promote or roll back: the host \
+         reviews this run with its gates and a human promotes it.\n\
+         When finished, answer with the changed behaviour, the files you edited, what \
+         you checked, and what is left."
+    )
+}
 /// Longest goal or reason kept.
 const MAX_TEXT: usize = 2_000;
 
@@ -154,6 +194,8 @@ pub enum EvolveAction {
     Start {
         goal: String,
         background: bool,
+        /// A background evolver's end comes back as a completion turn.
+        notify: bool,
     },
     Review {
         run_id: String,
@@ -232,6 +274,7 @@ pub fn plan_evolve(a: EvolveArgs) -> Result<EvolvePlan, String> {
                 .clone()
                 .ok_or("goal is required for evolve_core start")?,
             background: a.background.unwrap_or(false),
+            notify: a.notify_on_complete.unwrap_or(true),
         },
         "review" => EvolveAction::Review { run_id: run_id()? },
         "promote" => EvolveAction::Promote {
@@ -272,6 +315,10 @@ fn run_error(e: CoreEditError, run_id: Option<&str>) -> ToolOutcome {
             ToolOutcome::error(ToolStatus::Invalid, m)
         }
         CoreEditError::WouldBreak(m) => ToolOutcome::error(ToolStatus::Failed, m),
+        e @ CoreEditError::GatesFailed(_) => ToolOutcome::error(ToolStatus::Failed, e.to_string()),
+        CoreEditError::McpReviewRequired { message, .. } => {
+            ToolOutcome::error(ToolStatus::Denied, message)
+        }
         CoreEditError::Forbidden(m) | CoreEditError::TooLarge(m) => {
             ToolOutcome::error(ToolStatus::Denied, m)
         }
@@ -289,6 +336,176 @@ fn outcome(status: ToolStatus, text: String, payload: serde_json::Value) -> Tool
         status,
         content,
         data: payload,
+    }
+}
+
+/// Run the evolver core as a child agent on a started run's worktree.
+/// The run exists whatever happens here: a child that cannot start is
+/// reported, and the run can still be edited, reviewed or discarded.
+async fn start_evolver(
+    env: &ToolEnv<'_>,
+    info: &crate::core::runs::RunInfo,
+    mut payload: serde_json::Value,
+    background: bool,
+    notify: bool,
+) -> ToolOutcome {
+    use crate::tasks::children::Lineage;
+    use crate::tasks::{StartError, StartOptions, TaskStatus};
+    let ctx = env.ctx;
+    let core = ctx.core.id.to_string();
+    let run_id = info.run_id.clone();
+    let started = format!("evolve run {run_id} started for core {core}");
+    let Some(runner) = env.host.children() else {
+        payload["evolver"] = json!(null);
+        payload["note"] = json!(EVOLVER_NOTE);
+        return outcome(ToolStatus::Succeeded, started, payload);
+    };
+    let failed = |mut payload: serde_json::Value, why: String| {
+        payload["evolver"] = json!(null);
+        payload["error"] = json!(why.clone());
+        outcome(
+            ToolStatus::Failed,
+            format!("evolve run {run_id} was made but its evolver did not start: {why}"),
+            payload,
+        )
+    };
+    let scope = ctx.scope.clone();
+    let child = match runner
+        .child_core(scope.clone(), EVOLVER_CORE.into(), core.clone())
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => return failed(payload, e),
+    };
+    // One level below this session, and no further: the evolver edits, it
+    // does not delegate.
+    let depth = ctx.delegation.depth + 1;
+    let lineage = Lineage {
+        parent_session: ctx.session_id,
+        parent_core: core.clone(),
+        depth,
+        max_depth: depth,
+        tools: Some(child.tools.clone()),
+        workspace_run: Some(run_id.clone()),
+    };
+    let session = match runner
+        .create_child(scope.clone(), EVOLVER_CORE.into(), lineage)
+        .await
+    {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "could not create the evolver's session");
+            return failed(payload, "could not create the evolver's session".into());
+        }
+    };
+    let input = evolver_input(&run_id, &core, &info.goal);
+    let metadata = json!({"run_id": run_id, "target_core_id": core,
+        "child_core_id": EVOLVER_CORE, "child_session_id": session.to_string(),
+        "parent_session_id": ctx.session_id.to_string(),
+        "parent_turn_id": ctx.turn_id.to_string(), "delegation_depth": depth,
+        "child_agent_tools": {"resolved": child.tools}});
+    let summary: String = format!("evolver for {core}: {}", info.goal)
+        .chars()
+        .take(300)
+        .collect();
+    let job_scope = scope.clone();
+    let job: super::contract::TaskJob = Box::new(move |h| {
+        Box::pin(async move {
+            let end = runner
+                .run_child(job_scope, session, input, h.cancel.clone())
+                .await;
+            super::delegate::child_outcome(end, session)
+        })
+    });
+    let options = StartOptions {
+        notify_on_complete: background && notify,
+        metadata: Some(metadata),
+    };
+    let task_id = match env
+        .host
+        .start_task(env, EVOLVER_KIND, summary, options, job)
+        .await
+    {
+        Ok(id) => id,
+        Err(StartError::Limit(why)) => return failed(payload, why),
+        Err(StartError::Host(e)) => {
+            tracing::error!(error = %e, "could not start the evolver task");
+            return failed(payload, "could not start the evolver task".into());
+        }
+    };
+    let evolver = crate::core::runs::EvolverRef {
+        task_id: task_id.clone(),
+        session_id: session.to_string(),
+    };
+    let recorded = env
+        .host
+        .evolve_run(
+            ctx,
+            RunOp::Evolver {
+                run_id: run_id.clone(),
+                evolver: evolver.clone(),
+            },
+        )
+        .await;
+    if let Err(e) = recorded {
+        // The child runs anyway; only the run's listing misses it.
+        tracing::warn!(error = %e, run = %run_id, "could not record the evolver of a run");
+    }
+    payload["evolver"] = json!(evolver);
+    payload["task_id"] = json!(task_id);
+    if background {
+        payload["status"] = json!("queued");
+        return outcome(ToolStatus::Succeeded, started, payload);
+    }
+    let waited = tokio::select! {
+        r = env.host.wait_task(&scope, &task_id, EVOLVER_WAIT) => r,
+        _ = ctx.cancel.cancelled() => {
+            // The turn ends: its foreground evolver ends with it.
+            let _ = env.host.cancel_task(&scope, &task_id).await;
+            return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled");
+        }
+    };
+    match waited {
+        Ok((row, timed_out)) => {
+            payload["status"] = json!(row.status);
+            if timed_out {
+                payload["timed_out"] = json!(true);
+                payload["note"] = json!(
+                    "the evolver is still running as a background task; use yield_until or task_status"
+                );
+                return outcome(ToolStatus::Succeeded, started, payload);
+            }
+            let output = row
+                .result
+                .as_deref()
+                .and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok())
+                .and_then(|r| r.get("content").and_then(|c| c.as_str()).map(str::to_owned))
+                .unwrap_or_default();
+            payload["output"] = json!(output
+                .chars()
+                .take(super::delegate::OUTPUT_CHARS)
+                .collect::<String>());
+            if row.status == TaskStatus::Succeeded {
+                outcome(
+                    ToolStatus::Succeeded,
+                    format!("{started}; the evolver finished: review the run next"),
+                    payload,
+                )
+            } else {
+                outcome(
+                    ToolStatus::Failed,
+                    format!(
+                        "{started}; the evolver ended {}: the run stays for review or discard",
+                        row.status
+                    ),
+                    payload,
+                )
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "waiting for the evolver failed");
+            failed(payload, "the task service failed while waiting".into())
+        }
     }
 }
 
@@ -354,6 +571,7 @@ impl Tool for EvolveCore {
                     RunOp::Start {
                         run_id: id.clone(),
                         goal,
+                        core: core.clone(),
                     },
                     id,
                 )
@@ -384,21 +602,18 @@ impl Tool for EvolveCore {
         };
         match done {
             RunDone::Started { info, worktree } => {
-                let background = matches!(
-                    p.action,
+                let (background, notify) = match p.action {
                     EvolveAction::Start {
-                        background: true,
-                        ..
-                    }
-                );
-                outcome(
-                    ToolStatus::Succeeded,
-                    format!("evolve run {run_id} started for core {core}"),
-                    json!({"run_id": info.run_id, "target_core_id": core, "goal": info.goal,
-                        "base": info.base, "agents_root": worktree.to_string_lossy(),
-                        "background": background, "evolver": null, "note": EVOLVER_NOTE}),
-                )
+                        background, notify, ..
+                    } => (background, notify),
+                    _ => (false, false),
+                };
+                let payload = json!({"run_id": info.run_id, "target_core_id": core,
+                    "goal": info.goal, "base": info.base,
+                    "agents_root": worktree.to_string_lossy(), "background": background});
+                start_evolver(env, &info, payload, background, notify).await
             }
+            RunDone::Recorded => ToolOutcome::error(ToolStatus::Failed, "unexpected evolve result"),
             RunDone::Reviewed(r) => {
                 let passed = r.report.passed;
                 let mut payload = json!({"run_id": run_id, "target_core_id": core,
@@ -486,6 +701,50 @@ mod tests {
             .unwrap()
             .reason
             .is_none());
+    }
+
+    #[test]
+    fn the_evolver_input_frames_the_goal_unless_it_is_a_script() {
+        let text = evolver_input("evolve-1", "assistant", "be brief");
+        for want in [
+            "Evolution run: evolve-1",
+            "Target core: assistant",
+            "Goal:\nbe brief",
+            "`assistant/agent.yaml`",
+            "Do not commit, promote or roll back",
+        ] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
+        let script = " script:[{\"content\": \"x\"}]";
+        assert_eq!(evolver_input("r", "c", script), script);
+    }
+
+    #[test]
+    fn start_takes_its_mode_and_notification() {
+        let p = plan_evolve(
+            serde_json::from_value(json!({"goal": "g", "background": true,
+                "notify_on_complete": false}))
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            p.action,
+            EvolveAction::Start {
+                goal: "g".into(),
+                background: true,
+                notify: false
+            }
+        );
+        assert_eq!(p.action.rule_action(), "evolve.start.background");
+        let p = plan_evolve(serde_json::from_value(json!({"goal": "g"})).unwrap()).unwrap();
+        assert!(matches!(
+            p.action,
+            EvolveAction::Start {
+                background: false,
+                notify: true,
+                ..
+            }
+        ));
     }
 
     #[test]

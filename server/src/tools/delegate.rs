@@ -233,6 +233,7 @@ impl Tool for DelegateTask {
             depth,
             max_depth: p.max_depth,
             tools: Some(tools.clone()),
+            workspace_run: None,
         };
         let child_session = match runner
             .create_child(scope.clone(), p.core.clone(), lineage)
@@ -488,6 +489,7 @@ mod tests {
             max_depth: 2,
             tools: None,
             parent_core: Some("core".into()),
+            workspace_run: None,
         };
         let e = plan::<DelegateTask>(&f, "delegate_task", json!({"goal": "g", "max_depth": 9}))
             .unwrap_err();

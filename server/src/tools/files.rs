@@ -173,6 +173,21 @@ fn write_target(workspace: &std::path::Path, raw: &str) -> Result<Resolved, Tool
     })
 }
 
+/// Pure: an evolver working in an evolve run (`in_run`) may not write a
+/// dependency manifest; the gates would refuse the run anyway, so it is
+/// refused before any approval is asked.
+pub(crate) fn blocked_in_run(in_run: bool, r: &Resolved) -> Option<ToolOutcome> {
+    let name = r.abs.file_name()?.to_str()?;
+    (in_run && crate::core::gates::DEPENDENCY_FILES.contains(&name)).then(|| {
+        ToolOutcome::error(
+            ToolStatus::Denied,
+            format!(
+                "write blocked for protected file: {name} (dependency files never enter a core)"
+            ),
+        )
+    })
+}
+
 /// Writes always ask (baseline prompt, risk high; critical for a sensitive
 /// path), per exact path.
 fn write_approval(action: &str, r: &Resolved, preview: Value) -> Approval {
@@ -241,6 +256,9 @@ impl Tool for WriteFile {
             Ok(r) => r,
             Err(o) => return Plan::Done(o),
         };
+        if let Some(o) = blocked_in_run(env.ctx.delegation.workspace_run.is_some(), &r) {
+            return Plan::Done(o);
+        }
         let preview = json!({"path": shown(&r), "chars": args.content.chars().count()});
         Plan::run(
             Gate::one(write_approval("write", &r, preview)),
@@ -318,6 +336,9 @@ impl Tool for Patch {
             Ok(r) => r,
             Err(o) => return Plan::Done(o),
         };
+        if let Some(o) = blocked_in_run(env.ctx.delegation.workspace_run.is_some(), &r) {
+            return Plan::Done(o);
+        }
         if !r.exists {
             return Plan::Done(ToolOutcome::error(
                 ToolStatus::Failed,

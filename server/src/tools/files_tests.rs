@@ -208,3 +208,21 @@ fn patch_plans() {
         plan::<Patch>(&f, "patch", json!({"path": "p.txt", "old": "a", "new": ""})).unwrap();
     assert_eq!(p.count, -1, "every occurrence by default");
 }
+
+#[test]
+fn an_evolver_in_a_run_may_not_write_dependency_files() {
+    let mut f = fixture(&["fs.write"]);
+    // Anywhere else a dependency manifest is an ordinary (asked) write.
+    let args = json!({"path": "c/pyproject.toml", "content": "[project]\n"});
+    assert!(plan::<WriteFile>(&f, "write_file", args.clone()).is_ok());
+    f.ctx.delegation.workspace_run = Some("evolve-1".into());
+    let o = plan::<WriteFile>(&f, "write_file", args).unwrap_err();
+    assert_eq!(o.status, ToolStatus::Denied, "{:?}", o.content);
+    assert!(o.content.as_str().unwrap().contains("pyproject.toml"));
+    let o = plan::<WriteFile>(
+        &f,
+        "write_file",
+        json!({"path": "c/agent/skills/a/SKILL.md", "content": "# a\n"}),
+    );
+    assert!(o.is_ok());
+}

@@ -669,6 +669,10 @@ async fn execute(env: &ToolEnv<'_>, p: Prepared) -> ToolOutcome {
         Err(CoreEditError::TooLarge(m) | CoreEditError::Forbidden(m)) => {
             return ToolOutcome::error(ToolStatus::Invalid, m)
         }
+        // Only evolve runs' promote gives these.
+        Err(e @ (CoreEditError::GatesFailed(_) | CoreEditError::McpReviewRequired { .. })) => {
+            return ToolOutcome::error(ToolStatus::Failed, e.to_string())
+        }
         Err(CoreEditError::Internal(e)) => {
             tracing::error!(error = %e, "skill_manage could not change the core");
             return ToolOutcome::error(ToolStatus::Failed, "the core could not be changed");

@@ -462,12 +462,17 @@ impl TurnService {
             scope: ctx.scope.clone(),
             session_id: ctx.session.id,
             turn_id: tid,
-            workspace: self.workspace_of(&ctx.scope, &ctx.session).map_err(|e| {
-                TurnEnd::Failed {
-                    reason: "workspace",
-                    error: e.to_string(),
+            workspace: match delegation.as_ref().and_then(Delegation::run_of) {
+                // The evolver child of an evolve run works in its worktree.
+                Some((core, run)) => self.run_workspace(tenant, core, run).await?,
+                None => {
+                    self.workspace_of(&ctx.scope, &ctx.session)
+                        .map_err(|e| TurnEnd::Failed {
+                            reason: "workspace",
+                            error: e.to_string(),
+                        })?
                 }
-            })?,
+            },
             state_dir: HomeLayout::new(&inner.home).session_state_dir(&sid.to_string()),
             core_fingerprint: catalog.fingerprint().to_owned(),
             skills: core.skills.clone(),
@@ -896,6 +901,27 @@ impl TurnService {
                 None
             }
         }
+    }
+
+    /// The worktree of evolve run `run` of `core`, the workspace of its
+    /// evolver child; a discarded run ends the child's turn.
+    async fn run_workspace(
+        &self,
+        tenant: &TenantId,
+        core: &str,
+        run: &str,
+    ) -> std::result::Result<std::path::PathBuf, TurnEnd> {
+        let gone = |e: String| TurnEnd::Failed {
+            reason: "workspace",
+            error: format!("evolve run {run}: {e}"),
+        };
+        let dir = self
+            .inner
+            .cores
+            .run_worktree(tenant, core, run)
+            .await
+            .map_err(|e| gone(e.to_string()))?;
+        dir.canonicalize().map_err(|e| gone(e.to_string()))
     }
 
     /// The session's workspace folder: a private folder of its owner.
