@@ -10,4 +10,4 @@
 pub mod plan;
 pub mod run;
 
-pub use plan::{Group, Lane, Pipeline, PlanError, Selection, SlotSpec};
+pub use plan::{Group, Lane, Native, Pipeline, PlanError, Selection, SlotSpec};

@@ -48,6 +48,16 @@ pub struct SlotSpec {
     pub capabilities: Vec<String>,
     pub failure_policy: FailurePolicy,
     pub history_policy: HistoryPolicy,
+    /// The host runs this slot itself: its module is byte for byte the
+    /// shipped `base_input` / `base_output` (see [`super::run::native_of`]).
+    pub native: Option<Native>,
+}
+
+/// A shipped base slot the host runs without the runner (same effect).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Native {
+    BaseInput,
+    BaseOutput,
 }
 
 /// A core's pipeline, resolved once per core revision.
@@ -95,15 +105,21 @@ fn entry(entrypoint: &str) -> Result<(String, String), String> {
 }
 
 impl Pipeline {
-    /// The pipeline of a loaded core (the loader has checked every id).
-    pub fn from_core(core: &LoadedCore) -> Self {
+    /// The pipeline of a loaded core (the loader has checked every id)
+    /// whose folder is `root`; `native` says which slots the host runs itself.
+    pub fn from_core(
+        core: &LoadedCore,
+        root: &Path,
+        native: &dyn Fn(&Path, &str) -> Option<Native>,
+    ) -> Self {
         let spec = |phase: Phase, id: &String| {
             let slot = core.slot(phase, id)?;
             Some(Arc::new(SlotSpec {
                 id: id.clone(),
                 phase,
                 slot_path: slot.dir_rel.clone(),
-                dir: join(&core.root, &slot.dir_rel),
+                dir: join(root, &slot.dir_rel),
+                native: native(&join(root, &slot.dir_rel), &slot.manifest.entrypoint),
                 entry: entry(&slot.manifest.entrypoint),
                 capabilities: slot.manifest.capabilities.clone(),
                 failure_policy: slot.manifest.failure_policy,

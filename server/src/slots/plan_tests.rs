@@ -14,6 +14,7 @@ fn slot(id: &str, phase: Phase) -> Arc<SlotSpec> {
         capabilities: vec![],
         failure_policy: FailurePolicy::Soft,
         history_policy: HistoryPolicy::Persist,
+        native: None,
     })
 }
 

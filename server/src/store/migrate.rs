@@ -119,6 +119,12 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0061_tenant_provider_keys.sql"),
         postgres: include_str!("../../../migrations/postgres/0061_tenant_provider_keys.sql"),
     },
+    Embedded {
+        version: 63,
+        name: "session_slots",
+        sqlite: include_str!("../../../migrations/sqlite/0063_session_slots.sql"),
+        postgres: include_str!("../../../migrations/postgres/0063_session_slots.sql"),
+    },
 ];
 
 /// The embedded migrations of one backend, as sqlx sees them.
