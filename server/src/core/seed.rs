@@ -2,9 +2,10 @@
 //!
 //! It uses the same on-disk format as any other core (see the module docs of
 //! [`crate::core`]): `agent.yaml`, `agent/SOUL.md`, `agent/pipelines.yaml`
-//! and the two seed slots `base_input` and `base_output` (a `slot.yaml`
-//! each; their behaviour is built into the host, so there is no code). No
-//! `slots.tools` root is configured, so the core has no authored tools.
+//! and the Python assistant's slots: `base_input`, `base_output` and the
+//! `session_context` bootstrap slot (`slot.yaml` + `module.py` each, run by
+//! [`crate::slots`]). No `slots.tools` root is configured, so the core has
+//! no authored tools.
 
 use std::fs;
 use std::io::{self, Write};
@@ -16,7 +17,17 @@ const FILES: &[(&str, &str)] = &[
     ("agent/SOUL.md", SOUL_MD),
     ("agent/pipelines.yaml", PIPELINES_YAML),
     ("agent/input/base_input/slot.yaml", BASE_INPUT_SLOT),
+    ("agent/input/base_input/module.py", crate::slots::run::BASE_INPUT_PY),
     ("agent/output/base_output/slot.yaml", BASE_OUTPUT_SLOT),
+    ("agent/output/base_output/module.py", crate::slots::run::BASE_OUTPUT_PY),
+    (
+        "agent/bootstrap/session_context/slot.yaml",
+        SESSION_CONTEXT_SLOT,
+    ),
+    (
+        "agent/bootstrap/session_context/module.py",
+        SESSION_CONTEXT_PY,
+    ),
 ];
 
 const AGENT_YAML: &str = r#"# Default core seeded by the demiurge host. Edit freely; the host reloads it.
@@ -92,7 +103,8 @@ broke something, call `rollback_core`.
 
 const PIPELINES_YAML: &str = r#"schema_version: 1
 bootstrap:
-  serial: []
+  serial:
+    - session_context
 input:
   serial:
     - base_input
@@ -113,6 +125,27 @@ const BASE_OUTPUT_SLOT: &str = r#"entrypoint: module:process
 description: Hands the model's reply to the host for delivery.
 failure_policy: hard
 capabilities: []
+"#;
+
+const SESSION_CONTEXT_SLOT: &str = r#"entrypoint: module:process
+failure_policy: soft
+description: Adds default session environment context.
+capabilities: []
+"#;
+
+const SESSION_CONTEXT_PY: &str = r#"import getpass
+
+
+def process(ctx):
+    ctx.bootstrap.add(
+        "\n".join(
+            [
+                "Session environment:",
+                f"- Workspace: `{ctx.bootstrap.workspace}`",
+                f"- Current user: `{getpass.getuser()}`",
+            ]
+        )
+    )
 "#;
 
 /// Write the default `assistant` core into `dir` (created if needed).
