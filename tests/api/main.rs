@@ -24,6 +24,7 @@ mod runtime;
 mod schedules;
 mod sessions;
 mod skills;
+mod slots;
 mod streams;
 mod tasks;
 mod terminal;

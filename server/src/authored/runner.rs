@@ -516,7 +516,14 @@ async fn start(inv: &Invocation<'_>, cancel: &CancellationToken) -> Result<Runne
         .map(Arc::new);
     crate::exec::ensure_runtime_home(&inv.home)
         .map_err(|e| Broken::Failed(format!("cannot prepare the runner's HOME: {e}")))?;
-    let mut env = crate::exec::child_env(std::env::vars(), &inv.home, &[]);
+    // The per-tenant uid has no passwd entry: the runner's user is named
+    // after its tenant, so `getpass.getuser()` (the Python assistant's
+    // `session_context` slot) answers instead of raising.
+    let user = [
+        ("USER".to_owned(), inv.tenant.to_owned()),
+        ("LOGNAME".to_owned(), inv.tenant.to_owned()),
+    ];
+    let mut env = crate::exec::child_env(std::env::vars(), &inv.home, &user);
     crate::exec::confine_env(
         &mut env,
         inv.workspace,
