@@ -23,8 +23,7 @@ use common::*;
 
 const BASE_INPUT: &str =
     "def process(ctx):\n    ctx.input.add_context(ctx.input.raw_text, role=\"user\")\n";
-const BASE_OUTPUT: &str =
-    "def process(ctx):\n    ctx.output.send_text(ctx.output.response_text)\n";
+const BASE_OUTPUT: &str = "def process(ctx):\n    ctx.output.send_text(ctx.output.response_text)\n";
 
 async fn until_completed(sock: &mut Ws) -> String {
     loop {
@@ -70,7 +69,12 @@ fn core(home: &Path, id: &str, edited: bool, extra: usize) {
     .unwrap();
     let note = if edited { "# edited\n" } else { "" };
     slot(&core, "input", "base_input", &format!("{note}{BASE_INPUT}"));
-    slot(&core, "output", "base_output", &format!("{note}{BASE_OUTPUT}"));
+    slot(
+        &core,
+        "output",
+        "base_output",
+        &format!("{note}{BASE_OUTPUT}"),
+    );
     let (mut ins, mut outs) = (Vec::new(), Vec::new());
     for i in 0..extra {
         if i % 2 == 0 {

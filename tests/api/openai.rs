@@ -76,7 +76,15 @@ async fn a_tool_call_then_an_answer_over_the_real_wire_format() {
         .collect();
     assert_eq!(
         roles,
-        ["system", "system", "user", "assistant", "tool", "assistant", "user"]
+        [
+            "system",
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user"
+        ]
     );
 }
 

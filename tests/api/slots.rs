@@ -64,11 +64,7 @@ fn slotted_core(
             .map(|i| format!("\n    - {i}"))
             .collect::<String>()
     };
-    let input: Vec<&str> = extra_in
-        .iter()
-        .map(|s| s.0)
-        .chain(["base_input"])
-        .collect();
+    let input: Vec<&str> = extra_in.iter().map(|s| s.0).chain(["base_input"]).collect();
     let output: Vec<&str> = ["base_output"]
         .into_iter()
         .chain(extra_out.iter().map(|s| s.0))
@@ -164,7 +160,8 @@ async fn the_seeded_assistant_runs_a_turn_through_its_slots() {
     }
 }
 
-const PREFIX_PY: &str = "def process(ctx):\n    ctx.input.add_context('Answer in French.', role='system')\n    \
+const PREFIX_PY: &str =
+    "def process(ctx):\n    ctx.input.add_context('Answer in French.', role='system')\n    \
 ctx.input.add_context('[' + ctx.input.raw_text.upper() + ']', role='user', write_history=False)\n";
 const SIGN_PY: &str = "def process(ctx):\n    n = len(ctx.history.recent_messages(10, roles={'user'}))\n    \
 ctx.output.send_text(f'-- signed ({n} earlier)')\n    ctx.result.set({'len': len(ctx.output.response_text)})\n";
@@ -188,8 +185,7 @@ async fn python_slots_shape_the_prompt_and_the_output() {
         assert_eq!(end["type"], "turn.completed", "{backend:?} {evs:?}");
         // The fake model answers its user message: the slot's text, then base_input's.
         assert_eq!(
-            end["data"]["output"],
-            "[fake] [HI]\n\nhi\n\n-- signed (0 earlier)",
+            end["data"]["output"], "[fake] [HI]\n\nhi\n\n-- signed (0 earlier)",
             "{end}"
         );
         // History keeps the persisted user part and the signature.
@@ -214,7 +210,11 @@ async fn a_failing_slot_follows_its_failure_policy() {
         assert_eq!(failed.len(), 1, "{backend:?} {evs:?}");
         let d = &failed[0]["data"];
         assert_eq!(
-            (d["phase"].as_str(), d["slot_id"].as_str(), d["failure_policy"].as_str()),
+            (
+                d["phase"].as_str(),
+                d["slot_id"].as_str(),
+                d["failure_policy"].as_str()
+            ),
             (Some("input"), Some("flaky"), Some("soft"))
         );
         assert!(

@@ -116,6 +116,9 @@ pub struct SlotRun<'a> {
     pub history_policy: &'a str,
 }
 
+/// Builds a request line from (call id, tool folder, lib folder, workspace).
+type LineFn<'a> = dyn Fn(u64, &str, Option<&str>, &str) -> String + Sync + 'a;
+
 /// What the runner answered for one request.
 enum Reply {
     Value(Value),
@@ -239,7 +242,7 @@ impl Runners {
     async fn run(
         &self,
         inv: &Invocation<'_>,
-        line: &(dyn Fn(u64, &str, Option<&str>, &str) -> String + Sync),
+        line: &LineFn<'_>,
         allow: &(dyn Fn(&str) -> bool + Sync),
         output: &tokio::sync::mpsc::Sender<(&'static str, String)>,
         cancel: &CancellationToken,
@@ -267,7 +270,9 @@ impl Runners {
             Some(r) => r,
             None => match start(inv, cancel).await {
                 Ok(r) => r,
-                Err(Broken::Failed(why)) => return Err(ToolOutcome::error(ToolStatus::Failed, why)),
+                Err(Broken::Failed(why)) => {
+                    return Err(ToolOutcome::error(ToolStatus::Failed, why))
+                }
                 Err(Broken::TimedOut) => {
                     return Err(ToolOutcome::error(
                         ToolStatus::Failed,

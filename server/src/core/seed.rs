@@ -17,9 +17,15 @@ const FILES: &[(&str, &str)] = &[
     ("agent/SOUL.md", SOUL_MD),
     ("agent/pipelines.yaml", PIPELINES_YAML),
     ("agent/input/base_input/slot.yaml", BASE_INPUT_SLOT),
-    ("agent/input/base_input/module.py", crate::slots::run::BASE_INPUT_PY),
+    (
+        "agent/input/base_input/module.py",
+        crate::slots::run::BASE_INPUT_PY,
+    ),
     ("agent/output/base_output/slot.yaml", BASE_OUTPUT_SLOT),
-    ("agent/output/base_output/module.py", crate::slots::run::BASE_OUTPUT_PY),
+    (
+        "agent/output/base_output/module.py",
+        crate::slots::run::BASE_OUTPUT_PY,
+    ),
     (
         "agent/bootstrap/session_context/slot.yaml",
         SESSION_CONTEXT_SLOT,

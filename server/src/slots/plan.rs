@@ -94,7 +94,10 @@ pub enum PlanError {
 
 /// Entrypoints a slot may use: `module:function` relative to its folder.
 fn entry(entrypoint: &str) -> Result<(String, String), String> {
-    let (module, _) = entrypoint.trim().split_once(':').unwrap_or((entrypoint, ""));
+    let (module, _) = entrypoint
+        .trim()
+        .split_once(':')
+        .unwrap_or((entrypoint, ""));
     if module.ends_with(".py") || module.contains('/') {
         return Err(format!(
             "entrypoint {entrypoint:?}: a core-root file path is not supported on this host; \

@@ -27,7 +27,10 @@ fn pipeline() -> Pipeline {
             slot("recall", Phase::Input),
         ],
         input_parallel: vec![slot("audit_in", Phase::Input)],
-        output_serial: vec![slot("base_output", Phase::Output), slot("tts", Phase::Output)],
+        output_serial: vec![
+            slot("base_output", Phase::Output),
+            slot("tts", Phase::Output),
+        ],
         output_parallel: vec![slot("sync", Phase::Output)],
     }
 }

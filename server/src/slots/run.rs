@@ -16,7 +16,6 @@ use super::plan::{Group, Lane, Native, SlotSpec};
 use crate::authored::runner::Invocation;
 use crate::authored::{Runners, SlotRun};
 use crate::catalog::AuthoredSpec;
-use crate::core::loader::Phase;
 use crate::core::manifest::{FailurePolicy, HistoryPolicy};
 use crate::exec::sandbox::Sandbox;
 
@@ -209,12 +208,15 @@ pub struct SlotEnv<'a> {
     pub cancel: &'a CancellationToken,
 }
 
+/// Whether the slot ran in the runner, and what it returned.
+type SlotResult = (bool, Result<Value, String>);
+
 async fn run_slot(
     env: &SlotEnv<'_>,
     slot: &Arc<SlotSpec>,
     lane: Lane,
     context: &Value,
-) -> (bool, Result<Value, String>) {
+) -> SlotResult {
     if let Some(native) = slot.native {
         return (false, Ok(native_value(native, slot, lane, context)));
     }
@@ -253,18 +255,12 @@ async fn run_slot(
     (true, env.runners.slot(inv, run, &allow, env.cancel).await)
 }
 
-/// Run `groups` of `phase` with the phase's `context` (`input`, `output`,
+/// Run the `groups` of one phase with the phase's `context` (`input`, `output`,
 /// `history` as the runner passes them to `ctx`).
-pub async fn run_phase(
-    env: &SlotEnv<'_>,
-    phase: Phase,
-    groups: &[Group],
-    context: &Value,
-) -> PhaseRun {
-    let _ = phase;
+pub async fn run_phase(env: &SlotEnv<'_>, groups: &[Group], context: &Value) -> PhaseRun {
     let mut out = PhaseRun::default();
     for group in groups {
-        let results: Vec<(Arc<SlotSpec>, (bool, Result<Value, String>))> = match group.lane {
+        let results: Vec<(Arc<SlotSpec>, SlotResult)> = match group.lane {
             Lane::Serial => {
                 let mut v = Vec::with_capacity(group.slots.len());
                 for slot in &group.slots {

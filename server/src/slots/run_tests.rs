@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::core::loader::Phase;
 
 #[test]
 fn absorbs_what_a_slot_asked_for() {

@@ -546,10 +546,7 @@ impl TurnService {
             Some(self.prepare_slots(ctx, &call_ctx, catalog, &core).await?)
         };
         let prompt = match &slots {
-            Some(s) => {
-                self.input_slots(ctx, &call_ctx, catalog, &s.input)
-                    .await?
-            }
+            Some(s) => self.input_slots(ctx, &call_ctx, catalog, &s.input).await?,
             None => slots::Prompt {
                 system: Vec::new(),
                 user: ctx.input.clone(),
@@ -566,7 +563,11 @@ impl TurnService {
         };
         // The session's bootstrap snapshot follows the SOUL; input slots'
         // system context comes right before this turn's user message.
-        if let Some(text) = slots.as_ref().map(|s| &s.bootstrap).filter(|t| !t.is_empty()) {
+        if let Some(text) = slots
+            .as_ref()
+            .map(|s| &s.bootstrap)
+            .filter(|t| !t.is_empty())
+        {
             let at = usize::from(core.soul.is_some() && !history.is_empty());
             history.insert(at, json!({"role": "system", "content": text}));
         }

@@ -66,14 +66,11 @@ impl TurnService {
                 error: format!("database: {e}"),
             })?;
         let plan_of = |phase: Phase, ids: &Option<Vec<String>>| {
-            plan::plan(
-                &core.pipeline,
-                phase,
-                &Selection::from_stored(ids.clone()),
-            )
-            .map_err(|e| TurnEnd::Failed {
-                reason: "slot_failed",
-                error: e.to_string(),
+            plan::plan(&core.pipeline, phase, &Selection::from_stored(ids.clone())).map_err(|e| {
+                TurnEnd::Failed {
+                    reason: "slot_failed",
+                    error: e.to_string(),
+                }
             })
         };
         let input = plan_of(Phase::Input, &stored.input)?;
@@ -283,7 +280,7 @@ impl TurnService {
                 "user_input": ctx.input}),
             cancel: &call_ctx.cancel,
         };
-        let ran = run::run_phase(&env, phase, groups, &context).await;
+        let ran = run::run_phase(&env, groups, &context).await;
         if call_ctx.cancel.is_cancelled() {
             return Err(TurnEnd::Cancelled);
         }
