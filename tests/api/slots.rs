@@ -253,6 +253,28 @@ async fn a_failing_slot_follows_its_failure_policy() {
             "{f}"
         );
         assert_eq!(last(&evs)["type"], "turn.completed");
+
+        // A parallel input slot runs, but may not change the prompt.
+        slotted_core(&app, "sidecar", &[], &[]);
+        let dir = core_dir(&app, "sidecar");
+        slot(&dir, "input", "side", "soft", EXTRA_PY);
+        write(
+            &dir,
+            "agent/pipelines.yaml",
+            "schema_version: 1\ninput:\n  serial: [base_input]\n  parallel: [side]\n\
+             output:\n  serial: [base_output]\n",
+        );
+        let sid = session_on(&app, &tok, "sidecar").await;
+        let evs = turn(&app, &tok, &sid, "y").await;
+        let f = evs.iter().find(|e| e["type"] == "slot.failed").unwrap();
+        assert!(
+            f["data"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("parallel input slot cannot modify the current prompt"),
+            "{f}"
+        );
+        assert_eq!(last(&evs)["data"]["output"], "[fake] y");
     }
 }
 

@@ -29,11 +29,23 @@ pub const BASE_OUTPUT_PY: &str =
 /// Which shipped base slot the folder `dir` holds, if its module is byte
 /// for byte the shipped one: the host then does what it would do without
 /// starting Python (an edited module runs in the runner like any other).
+///
+/// A `base_input` / `base_output` folder with no `module.py` at all (cores
+/// seeded by earlier versions of this host, whose base slots were built in)
+/// keeps that built-in behaviour.
 pub fn native_of(dir: &Path, entrypoint: &str) -> Option<Native> {
     if entrypoint.trim() != "module:process" {
         return None;
     }
-    let text = std::fs::read_to_string(dir.join("module.py")).ok()?;
+    let module = dir.join("module.py");
+    if !module.exists() {
+        return match dir.file_name().and_then(|n| n.to_str()) {
+            Some("base_input") => Some(Native::BaseInput),
+            Some("base_output") => Some(Native::BaseOutput),
+            _ => None,
+        };
+    }
+    let text = std::fs::read_to_string(module).ok()?;
     let text = text.replace("\r\n", "\n");
     match text.trim_end() {
         t if t == BASE_INPUT_PY.trim_end() => Some(Native::BaseInput),
