@@ -323,3 +323,54 @@ async fn delegate_task_selects_from_the_child_pipeline() {
         }
     }
 }
+
+const MARK_PY: &str =
+    "def process(ctx):\n    with open('booted-' + ctx.session_id, 'a') as f:\n        \
+f.write('once\\n')\n    ctx.bootstrap.add('marked')\n";
+
+#[tokio::test]
+async fn bootstrap_runs_once_per_session_and_for_children_only_when_asked() {
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let tok = app.token("default", "alice");
+        slotted_core(&app, "booted", &[], &[]);
+        let dir = core_dir(&app, "booted");
+        slot(&dir, "bootstrap", "mark", "hard", MARK_PY);
+        write(
+            &dir,
+            "agent/pipelines.yaml",
+            "schema_version: 1\nbootstrap:\n  serial: [mark]\ninput:\n  serial: [base_input]\n\
+             output:\n  serial: [base_output]\n",
+        );
+        let ws = app.home.join("tenants/default/workspaces/alice/default");
+        let sid = session_on(&app, &tok, "booted").await;
+        for input in ["one", "two"] {
+            let evs = turn(&app, &tok, &sid, input).await;
+            assert_eq!(last(&evs)["type"], "turn.completed", "{backend:?} {evs:?}");
+        }
+        let marks = std::fs::read_to_string(ws.join(format!("booted-{sid}"))).unwrap();
+        assert_eq!(
+            marks, "once\n",
+            "the bootstrap slot ran once for the session"
+        );
+
+        for use_bootstrap in [false, true] {
+            let script = json!([{"tool_calls": [{"name": "delegate_task", "arguments": {
+                "core_id": "booted", "goal": "child", "background": false,
+                "timeout_seconds": 60, "use_bootstrap": use_bootstrap}}]},
+                {"content": "parent done"}]);
+            let evs = run_script(&app, &tok, &sid, script, "allow_once").await;
+            let r = evs
+                .iter()
+                .find(|e| e["type"] == "tool.result" && e["data"]["tool"] == "delegate_task")
+                .unwrap();
+            assert_eq!(r["data"]["status"], "succeeded", "{r}");
+            let child = r["data"]["content"]["child_session_id"].as_str().unwrap();
+            assert_eq!(
+                ws.join(format!("booted-{child}")).exists(),
+                use_bootstrap,
+                "use_bootstrap {use_bootstrap}"
+            );
+        }
+    }
+}
