@@ -91,6 +91,7 @@ pub mod policy;
 pub mod redact;
 pub mod running;
 pub mod sealing;
+pub mod slots;
 pub mod startup;
 pub mod store;
 pub mod tasks;

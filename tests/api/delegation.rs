@@ -95,7 +95,10 @@ async fn a_foreground_child_sees_only_its_tools_and_answers_the_parent() {
         assert_eq!(c["tools"], json!(["read_file"]));
         assert_eq!(c["delegation_depth"], 1);
         assert!(
-            c["slots_note"].as_str().unwrap().contains("does not run"),
+            c["slots_note"]
+                .as_str()
+                .unwrap()
+                .contains("run these input/output slots"),
             "{c}"
         );
         let child = c["child_session_id"].as_str().unwrap().to_owned();

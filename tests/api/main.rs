@@ -25,6 +25,7 @@ mod runtime;
 mod schedules;
 mod sessions;
 mod skills;
+mod slots;
 mod streams;
 mod tasks;
 mod terminal;

@@ -56,11 +56,11 @@ async fn a_tool_call_then_an_answer_over_the_real_wire_format() {
     let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(
         roles,
-        ["system", "user", "assistant", "tool"],
-        "the core's SOUL.md leads"
+        ["system", "system", "user", "assistant", "tool"],
+        "the core's SOUL.md leads, then its session_context bootstrap snapshot"
     );
-    assert_eq!(msgs[2]["tool_calls"][0]["id"], "call_abc");
-    assert_eq!(msgs[3]["tool_call_id"], "call_abc");
+    assert_eq!(msgs[3]["tool_calls"][0]["id"], "call_abc");
+    assert_eq!(msgs[4]["tool_call_id"], "call_abc");
 
     // A follow-up turn sends the earlier conversation as history.
     app.start_turn(&tok, &sid, json!({"input": "and then?"}))
@@ -76,7 +76,15 @@ async fn a_tool_call_then_an_answer_over_the_real_wire_format() {
         .collect();
     assert_eq!(
         roles,
-        ["system", "user", "assistant", "tool", "assistant", "user"]
+        [
+            "system",
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user"
+        ]
     );
 }
 

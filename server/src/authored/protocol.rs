@@ -89,6 +89,52 @@ impl CallMessage<'_> {
     }
 }
 
+/// What the runner needs to run one bootstrap/input/output slot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlotMessage<'a> {
+    pub id: u64,
+    /// The slot id (its folder name).
+    pub name: &'a str,
+    pub dir: &'a str,
+    pub lib: Option<&'a str>,
+    pub slot_path: &'a str,
+    pub module: &'a str,
+    pub function: &'a str,
+    /// `bootstrap`, `input` or `output`.
+    pub phase: &'a str,
+    /// `serial` or `parallel`.
+    pub lane: &'a str,
+    /// The slot's default history policy (`persist`, `model_hidden`, `transient`).
+    pub history_policy: &'a str,
+    pub turn: Value,
+    pub workspace: &'a str,
+    /// `input`, `output` and `history` as the phase offers them.
+    pub context: &'a Value,
+}
+
+impl SlotMessage<'_> {
+    /// The request line (with its newline).
+    pub fn line(&self) -> String {
+        let mut m = json!({
+            "op": "slot", "id": self.id,
+            "slot": {"name": self.name, "dir": self.dir, "lib": self.lib, "slot_path": self.slot_path,
+                     "module": self.module, "function": self.function, "phase": self.phase,
+                     "lane": self.lane, "history_policy": self.history_policy},
+            "turn": self.turn, "workspace": self.workspace,
+        });
+        if let (Value::Object(out), Value::Object(extra)) = (&mut m, self.context) {
+            for key in ["input", "output", "history", "session_root"] {
+                if let Some(v) = extra.get(key) {
+                    out.insert(key.to_owned(), v.clone());
+                }
+            }
+        }
+        let mut s = m.to_string();
+        s.push('\n');
+        s
+    }
+}
+
 /// The host's answer to a capability question.
 pub fn capability_reply(id: u64, allowed: bool) -> String {
     let mut s = json!({"op": "capability", "id": id, "allowed": allowed}).to_string();
@@ -170,6 +216,23 @@ pub fn outcome_from_value(value: &Value) -> ToolOutcome {
         } else {
             Value::Object(data)
         },
+    }
+}
+
+/// A slot that raised, as one line for its `slot.failed` event and the
+/// turn's error.
+pub fn slot_error(kind: &str, error_type: &str, message: &str) -> String {
+    let message = clip(message, MAX_ERROR_CHARS);
+    match kind {
+        "capability" | "entrypoint" => message,
+        _ => {
+            let error_type = clip(error_type, 80);
+            if message.is_empty() {
+                format!("the slot raised {error_type}")
+            } else {
+                format!("the slot raised {error_type}: {message}")
+            }
+        }
     }
 }
 

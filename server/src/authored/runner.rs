@@ -41,6 +41,7 @@ const MAX_TOOL_BYTES: u64 = 32 * 1024 * 1024;
 const RUNNER_PY: &str = include_str!("python/runner.py");
 const SDK_INIT_PY: &str = include_str!("python/demiurge/__init__.py");
 const SDK_PY: &str = include_str!("python/demiurge/sdk.py");
+const SLOTS_PY: &str = include_str!("python/demiurge/slots.py");
 
 type Key = (String, String, PathBuf);
 
@@ -107,6 +108,27 @@ pub struct Invocation<'a> {
     pub timeout: Duration,
 }
 
+/// How a slot runs (see [`Runners::slot`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SlotRun<'a> {
+    pub phase: &'a str,
+    pub lane: &'a str,
+    pub history_policy: &'a str,
+}
+
+/// Builds a request line from (call id, tool folder, lib folder, workspace).
+type LineFn<'a> = dyn Fn(u64, &str, Option<&str>, &str) -> String + Sync + 'a;
+
+/// What the runner answered for one request.
+enum Reply {
+    Value(Value),
+    Raised {
+        kind: String,
+        error_type: String,
+        message: String,
+    },
+}
+
 /// Why the runner could not produce a result.
 enum Broken {
     TimedOut,
@@ -137,13 +159,101 @@ impl Runners {
         output: tokio::sync::mpsc::Sender<(&'static str, String)>,
         cancel: &CancellationToken,
     ) -> ToolOutcome {
-        let (tool_dir, lib_dir) = match self.prepare_files(&inv).await {
+        let spec = inv.spec;
+        let name = inv.name;
+        let turn = inv.turn.clone();
+        let args = inv.args;
+        let line = |id: u64, dir: &str, lib: Option<&str>, workspace: &str| {
+            protocol::CallMessage {
+                id,
+                name,
+                dir,
+                lib,
+                slot_path: &spec.slot_path,
+                module: &spec.module,
+                function: &spec.function,
+                turn: turn.clone(),
+                workspace,
+                args,
+            }
+            .line()
+        };
+        match self.run(&inv, &line, allow, &output, cancel).await {
+            Ok(Reply::Value(value)) => protocol::outcome_from_value(&value),
+            Ok(Reply::Raised {
+                kind,
+                error_type,
+                message,
+            }) => protocol::outcome_from_error(&kind, &error_type, &message),
+            Err(outcome) => outcome,
+        }
+    }
+
+    /// Run one bootstrap/input/output slot (`inv.spec` describes its folder
+    /// and entrypoint, `inv.args` the phase's context). The value is what
+    /// the slot asked for (`demiurge.slots`); `Err` is why it failed, one line.
+    pub async fn slot(
+        &self,
+        inv: Invocation<'_>,
+        slot: SlotRun<'_>,
+        allow: &(dyn Fn(&str) -> bool + Sync),
+        cancel: &CancellationToken,
+    ) -> Result<Value, String> {
+        let spec = inv.spec;
+        let name = inv.name;
+        let turn = inv.turn.clone();
+        let context = inv.args;
+        let line = |id: u64, dir: &str, lib: Option<&str>, workspace: &str| {
+            protocol::SlotMessage {
+                id,
+                name,
+                dir,
+                lib,
+                slot_path: &spec.slot_path,
+                module: &spec.module,
+                function: &spec.function,
+                phase: slot.phase,
+                lane: slot.lane,
+                history_policy: slot.history_policy,
+                turn: turn.clone(),
+                workspace,
+                context,
+            }
+            .line()
+        };
+        // Printed text of a slot has no tool card to go to: dropped.
+        let (sink, _drop) = tokio::sync::mpsc::channel(1);
+        match self.run(&inv, &line, allow, &sink, cancel).await {
+            Ok(Reply::Value(value)) => Ok(value),
+            Ok(Reply::Raised {
+                kind,
+                error_type,
+                message,
+            }) => Err(protocol::slot_error(&kind, &error_type, &message)),
+            Err(outcome) => Err(match outcome.content {
+                Value::String(s) => s,
+                other => other.to_string(),
+            }),
+        }
+    }
+
+    /// One exchange on a warm (or new) runner: the request line is built
+    /// once the runner's copy of the files and the call id are known.
+    async fn run(
+        &self,
+        inv: &Invocation<'_>,
+        line: &LineFn<'_>,
+        allow: &(dyn Fn(&str) -> bool + Sync),
+        output: &tokio::sync::mpsc::Sender<(&'static str, String)>,
+        cancel: &CancellationToken,
+    ) -> Result<Reply, ToolOutcome> {
+        let (tool_dir, lib_dir) = match self.prepare_files(inv).await {
             Ok(dirs) => dirs,
             Err(e) => {
-                return ToolOutcome::error(
+                return Err(ToolOutcome::error(
                     ToolStatus::Failed,
                     format!("cannot prepare the tool's files: {e}"),
-                )
+                ))
             }
         };
         let key: Key = (
@@ -158,17 +268,22 @@ impl Runners {
             .and_then(|mut m| m.get_mut(&key).and_then(Vec::pop));
         let mut runner = match warm {
             Some(r) => r,
-            None => match start(&inv, cancel).await {
+            None => match start(inv, cancel).await {
                 Ok(r) => r,
-                Err(Broken::Failed(why)) => return ToolOutcome::error(ToolStatus::Failed, why),
+                Err(Broken::Failed(why)) => {
+                    return Err(ToolOutcome::error(ToolStatus::Failed, why))
+                }
                 Err(Broken::TimedOut) => {
-                    return ToolOutcome::error(
+                    return Err(ToolOutcome::error(
                         ToolStatus::Failed,
                         "the authored tool runner did not start in time",
-                    )
+                    ))
                 }
                 Err(Broken::Cancelled) => {
-                    return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled")
+                    return Err(ToolOutcome::error(
+                        ToolStatus::Cancelled,
+                        "the turn was cancelled",
+                    ))
                 }
             },
         };
@@ -178,33 +293,23 @@ impl Runners {
         let lib = lib_dir.as_ref().map(|l| l.to_string_lossy());
         let workspace = inv.workspace.to_string_lossy();
         runner.next_id += 1;
-        let message = protocol::CallMessage {
-            id: runner.next_id,
-            name: inv.name,
-            dir: &dir,
-            lib: lib.as_deref(),
-            slot_path: &inv.spec.slot_path,
-            module: &inv.spec.module,
-            function: &inv.spec.function,
-            turn: inv.turn.clone(),
-            workspace: &workspace,
-            args: inv.args,
-        };
+        let id = runner.next_id;
+        let request = line(id, &dir, lib.as_deref(), &workspace);
         let result = tokio::select! {
-            r = exchange(&mut runner, &message, allow, &output) => r,
+            r = exchange(&mut runner, id, &request, allow, output) => r,
             () = tokio::time::sleep_until(deadline.into()) => Err(Broken::TimedOut),
             () = cancel.cancelled() => Err(Broken::Cancelled),
         };
         match result {
-            Ok(outcome) => {
+            Ok(reply) => {
                 runner.calls += 1;
                 self.put_back(key, runner);
-                outcome
+                Ok(reply)
             }
             Err(broken) => {
                 kill_group(&runner.child);
                 let _ = tokio::time::timeout(Duration::from_secs(2), runner.child.wait()).await;
-                match broken {
+                Err(match broken {
                     Broken::TimedOut => ToolOutcome::error(
                         ToolStatus::TimedOut,
                         format!(
@@ -232,7 +337,7 @@ impl Runners {
                         };
                         ToolOutcome::error(ToolStatus::Failed, why)
                     }
-                }
+                })
             }
         }
     }
@@ -334,6 +439,7 @@ fn materialize(root: &Path, source: &Path, target: &Path) -> std::io::Result<()>
             ("runner.py", RUNNER_PY),
             ("demiurge/__init__.py", SDK_INIT_PY),
             ("demiurge/sdk.py", SDK_PY),
+            ("demiurge/slots.py", SLOTS_PY),
         ] {
             write_file(&staging.join(rel), text.as_bytes())?;
         }
@@ -344,6 +450,14 @@ fn materialize(root: &Path, source: &Path, target: &Path) -> std::io::Result<()>
             }
         }
         let _ = std::fs::remove_dir_all(&staging);
+    }
+    // A copy made by an older build may predate the slot SDK.
+    let slots_py = root.join("demiurge").join("slots.py");
+    if !slots_py.is_file() {
+        match write_file(&slots_py, SLOTS_PY.as_bytes()) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
     }
     copy_once(source, target)
 }
@@ -407,7 +521,14 @@ async fn start(inv: &Invocation<'_>, cancel: &CancellationToken) -> Result<Runne
         .map(Arc::new);
     crate::exec::ensure_runtime_home(&inv.home)
         .map_err(|e| Broken::Failed(format!("cannot prepare the runner's HOME: {e}")))?;
-    let mut env = crate::exec::child_env(std::env::vars(), &inv.home, &[]);
+    // The per-tenant uid has no passwd entry: the runner's user is named
+    // after its tenant, so `getpass.getuser()` (the Python assistant's
+    // `session_context` slot) answers instead of raising.
+    let user = [
+        ("USER".to_owned(), inv.tenant.to_owned()),
+        ("LOGNAME".to_owned(), inv.tenant.to_owned()),
+    ];
+    let mut env = crate::exec::child_env(std::env::vars(), &inv.home, &user);
     crate::exec::confine_env(
         &mut env,
         inv.workspace,
@@ -519,14 +640,14 @@ async fn read_line(stdout: &mut BufReader<ChildStdout>) -> Option<String> {
 /// the tool's outcome; anything off-protocol breaks the runner.
 async fn exchange(
     runner: &mut Runner,
-    message: &protocol::CallMessage<'_>,
+    id: u64,
+    request: &str,
     allow: &(dyn Fn(&str) -> bool + Sync),
     output: &tokio::sync::mpsc::Sender<(&'static str, String)>,
-) -> Result<ToolOutcome, Broken> {
-    let id = message.id;
+) -> Result<Reply, Broken> {
     runner
         .stdin
-        .write_all(message.line().as_bytes())
+        .write_all(request.as_bytes())
         .await
         .map_err(|_| Broken::Failed("the authored tool runner exited".into()))?;
     loop {
@@ -564,7 +685,7 @@ async fn exchange(
                 let _ = output.try_send((stream, text));
             }
             Some(FromRunner::Result { id: rid, value }) if rid == id => {
-                return Ok(protocol::outcome_from_value(&value))
+                return Ok(Reply::Value(value))
             }
             Some(FromRunner::Error {
                 id: eid,
@@ -572,7 +693,11 @@ async fn exchange(
                 error_type,
                 message,
             }) if eid == id => {
-                return Ok(protocol::outcome_from_error(&kind, &error_type, &message))
+                return Ok(Reply::Raised {
+                    kind,
+                    error_type,
+                    message,
+                })
             }
             _ => {
                 return Err(Broken::Failed(

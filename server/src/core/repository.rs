@@ -42,6 +42,8 @@ pub struct CoreView {
     pub skills_root: String,
     /// The core's MCP declarations (manifest and status), in order.
     pub mcp: Vec<crate::mcp::Declared>,
+    /// The bootstrap/input/output pipeline, resolved once per revision.
+    pub pipeline: Arc<crate::slots::Pipeline>,
     /// Slot ids of the input and output pipelines (serial, then parallel).
     pub input_slots: Vec<String>,
     pub output_slots: Vec<String>,
@@ -396,6 +398,11 @@ fn build_view(
                 .collect(),
         ),
         max_model_steps: core.manifest.runtime.max_model_steps.clamp(1, 90) as u32,
+        pipeline: Arc::new(crate::slots::Pipeline::from_core(
+            &core,
+            core_dir,
+            &crate::slots::run::native_of,
+        )),
         input_slots: [&core.pipelines.input.serial, &core.pipelines.input.parallel]
             .into_iter()
             .flatten()

@@ -4,9 +4,10 @@
 //!
 //! Both use the same on-disk format as any other core (see the module docs
 //! of [`crate::core`]): `agent.yaml`, `agent/SOUL.md`, `agent/pipelines.yaml`
-//! and the two seed slots `base_input` and `base_output` (a `slot.yaml`
-//! each; their behaviour is built into the host, so there is no code). No
-//! `slots.tools` root is configured, so neither has authored tools.
+//! and the Python assistant's slots: `base_input`, `base_output` (a
+//! `slot.yaml` and a `module.py` each, run by [`crate::slots`]) and, for the
+//! assistant only, the `session_context` bootstrap slot. No `slots.tools` root is
+//! configured, so neither has authored tools.
 
 use std::fs;
 use std::io::{self, Write};
@@ -18,7 +19,23 @@ const FILES: &[(&str, &str)] = &[
     ("agent/SOUL.md", SOUL_MD),
     ("agent/pipelines.yaml", PIPELINES_YAML),
     ("agent/input/base_input/slot.yaml", BASE_INPUT_SLOT),
+    (
+        "agent/input/base_input/module.py",
+        crate::slots::run::BASE_INPUT_PY,
+    ),
     ("agent/output/base_output/slot.yaml", BASE_OUTPUT_SLOT),
+    (
+        "agent/output/base_output/module.py",
+        crate::slots::run::BASE_OUTPUT_PY,
+    ),
+    (
+        "agent/bootstrap/session_context/slot.yaml",
+        SESSION_CONTEXT_SLOT,
+    ),
+    (
+        "agent/bootstrap/session_context/module.py",
+        SESSION_CONTEXT_PY,
+    ),
 ];
 
 const AGENT_YAML: &str = r#"# Default core seeded by the demiurge host. Edit freely; the host reloads it.
@@ -94,7 +111,8 @@ broke something, call `rollback_core`.
 
 const PIPELINES_YAML: &str = r#"schema_version: 1
 bootstrap:
-  serial: []
+  serial:
+    - session_context
 input:
   serial:
     - base_input
@@ -123,10 +141,31 @@ capabilities: []
 const EVOLVER_FILES: &[(&str, &str)] = &[
     ("agent.yaml", EVOLVER_AGENT_YAML),
     ("agent/SOUL.md", EVOLVER_SOUL_MD),
-    ("agent/pipelines.yaml", PIPELINES_YAML),
+    ("agent/pipelines.yaml", EVOLVER_PIPELINES_YAML),
     ("agent/input/base_input/slot.yaml", BASE_INPUT_SLOT),
+    (
+        "agent/input/base_input/module.py",
+        crate::slots::run::BASE_INPUT_PY,
+    ),
     ("agent/output/base_output/slot.yaml", BASE_OUTPUT_SLOT),
+    (
+        "agent/output/base_output/module.py",
+        crate::slots::run::BASE_OUTPUT_PY,
+    ),
 ];
+
+/// The evolver's pipeline: the base slots only (no session bootstrap; its
+/// workspace and goal come from the run).
+const EVOLVER_PIPELINES_YAML: &str = r#"schema_version: 1
+input:
+  serial:
+    - base_input
+  parallel: []
+output:
+  serial:
+    - base_output
+  parallel: []
+"#;
 
 const EVOLVER_AGENT_YAML: &str = r#"# Evolver core seeded by the demiurge host: evolve_core runs it as a child
 # agent whose workspace is an evolve run's worktree of the agents tree.
@@ -225,6 +264,27 @@ Do not try to commit, promote or roll back: the host does that.
 
 Answer with what behaviour changed, which files you edited, what you
 checked, and what is left or uncertain.
+"#;
+
+const SESSION_CONTEXT_SLOT: &str = r#"entrypoint: module:process
+failure_policy: soft
+description: Adds default session environment context.
+capabilities: []
+"#;
+
+const SESSION_CONTEXT_PY: &str = r#"import getpass
+
+
+def process(ctx):
+    ctx.bootstrap.add(
+        "\n".join(
+            [
+                "Session environment:",
+                f"- Workspace: `{ctx.bootstrap.workspace}`",
+                f"- Current user: `{getpass.getuser()}`",
+            ]
+        )
+    )
 "#;
 
 /// Write the default `assistant` core into `dir` (created if needed).

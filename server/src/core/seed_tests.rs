@@ -25,15 +25,22 @@ fn seeded_assistant_loads_cleanly() {
         .soul
         .as_deref()
         .is_some_and(|s| s.contains("evolve_core")));
-    assert!(core.pipelines.bootstrap.serial.is_empty());
+    assert_eq!(core.pipelines.bootstrap.serial, ["session_context"]);
     assert_eq!(core.pipelines.input.serial, ["base_input"]);
     assert_eq!(core.pipelines.output.serial, ["base_output"]);
     for (phase, id) in [(Phase::Input, "base_input"), (Phase::Output, "base_output")] {
         let slot = core.slot(phase, id).unwrap();
         assert_eq!(slot.manifest.failure_policy, FailurePolicy::Hard);
-        assert!(!dir.join(&slot.dir_rel).join("module.py").exists());
+        assert!(dir.join(&slot.dir_rel).join("module.py").is_file());
     }
-    assert_eq!(core.slots.len(), 2);
+    let boot = core.slot(Phase::Bootstrap, "session_context").unwrap();
+    assert_eq!(boot.manifest.failure_policy, FailurePolicy::Soft);
+    assert_eq!(core.slots.len(), 3);
+    // The shipped base slots are the Python project's modules, run natively.
+    let pipeline = crate::slots::Pipeline::from_core(&core, &dir, &crate::slots::run::native_of);
+    assert!(pipeline.input_serial[0].native.is_some());
+    assert!(pipeline.output_serial[0].native.is_some());
+    assert!(pipeline.bootstrap[0].native.is_none());
 }
 
 #[test]

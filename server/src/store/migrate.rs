@@ -127,6 +127,12 @@ const MIGRATIONS: &[Embedded] = &[
             "../../../migrations/postgres/0062_session_lineage_workspace_run.sql"
         ),
     },
+    Embedded {
+        version: 63,
+        name: "session_slots",
+        sqlite: include_str!("../../../migrations/sqlite/0063_session_slots.sql"),
+        postgres: include_str!("../../../migrations/postgres/0063_session_slots.sql"),
+    },
 ];
 
 /// The embedded migrations of one backend, as sqlx sees them.

@@ -11,6 +11,8 @@ mod channels;
 mod events;
 mod history;
 mod lineage;
+mod slots;
+pub use slots::SessionSlots;
 mod messages;
 mod migrate;
 mod provider_keys;

@@ -86,6 +86,11 @@ pub struct Lineage {
     pub tools: Option<Vec<String>>,
     /// See [`Delegation::workspace_run`].
     pub workspace_run: Option<String>,
+    /// The child core's input/output slots its turns run (resolved ids,
+    /// base included) and whether its bootstrap slots run.
+    pub input_slots: Vec<String>,
+    pub output_slots: Vec<String>,
+    pub use_bootstrap: bool,
 }
 
 /// What a child core offers: its tools (after the parent's grants) and its

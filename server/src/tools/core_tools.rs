@@ -387,6 +387,10 @@ async fn start_evolver(
         max_depth: depth,
         tools: Some(child.tools.clone()),
         workspace_run: Some(run_id.clone()),
+        // The evolver runs as its core is written: its whole pipeline.
+        input_slots: child.input_slots.clone(),
+        output_slots: child.output_slots.clone(),
+        use_bootstrap: true,
     };
     let session = match runner
         .create_child(scope.clone(), EVOLVER_CORE.into(), lineage)

@@ -26,8 +26,8 @@ pub const MAX_FOREGROUND_WAIT: Duration = Duration::from_secs(600);
 /// Characters of the child's output a foreground call returns.
 pub const OUTPUT_CHARS: usize = 8_000;
 /// Said in every result until the slot pipeline runs.
-pub const SLOTS_NOTE: &str = "input/output slot selections are validated and recorded; \
-     the slot pipeline does not run on this host yet";
+pub const SLOTS_NOTE: &str = "the child's turns run these input/output slots of its core \
+     (base slots always), and its bootstrap slots when use_bootstrap is true";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -234,6 +234,9 @@ impl Tool for DelegateTask {
             max_depth: p.max_depth,
             tools: Some(tools.clone()),
             workspace_run: None,
+            input_slots: input_slots.clone(),
+            output_slots: output_slots.clone(),
+            use_bootstrap: p.use_bootstrap,
         };
         let child_session = match runner
             .create_child(scope.clone(), p.core.clone(), lineage)

@@ -8,6 +8,7 @@ pub mod fake;
 pub mod openai;
 pub mod provider;
 pub mod script;
+mod slots;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -543,6 +544,20 @@ impl TurnService {
                 ),
             })?;
         let tools = catalog.definitions();
+        // The slot pipeline (none when the core has no pipelines.yaml).
+        let slots = if core.pipeline.is_empty() {
+            None
+        } else {
+            Some(self.prepare_slots(ctx, &call_ctx, catalog, &core).await?)
+        };
+        let prompt = match &slots {
+            Some(s) => self.input_slots(ctx, &call_ctx, catalog, &s.input).await?,
+            None => slots::Prompt {
+                system: Vec::new(),
+                user: ctx.input.clone(),
+                stored_user: ctx.shown_input.clone(),
+            },
+        };
         let mut history = if provider.name() == "fake" {
             Vec::new() // The fake provider never reads history; skip the query.
         } else {
@@ -551,9 +566,23 @@ impl TurnService {
                 _ = token.cancelled() => return Err(TurnEnd::Cancelled),
             }
         };
-        history.push(json!({"role": "user", "content": ctx.input}));
-        // Stored history keeps the input as recorded at turn start (redacted).
-        new_messages.push(json!({"role": "user", "content": ctx.shown_input}));
+        // The session's bootstrap snapshot follows the SOUL; input slots'
+        // system context comes right before this turn's user message.
+        if let Some(text) = slots
+            .as_ref()
+            .map(|s| &s.bootstrap)
+            .filter(|t| !t.is_empty())
+        {
+            let at = usize::from(core.soul.is_some() && !history.is_empty());
+            history.insert(at, json!({"role": "system", "content": text}));
+        }
+        for text in &prompt.system {
+            history.push(json!({"role": "system", "content": text}));
+        }
+        history.push(json!({"role": "user", "content": prompt.user}));
+        // Stored history keeps the input as recorded at turn start (redacted),
+        // or what the input slots chose to persist.
+        new_messages.push(json!({"role": "user", "content": prompt.stored_user}));
         let max_steps = inner.max_steps.min(core.max_model_steps);
         let options = Some(&core.model.options);
         for step in 0..max_steps as usize {
@@ -564,7 +593,7 @@ impl TurnService {
                     tools,
                     script,
                     step,
-                    input: &ctx.input,
+                    input: &prompt.user,
                     model: core.model.model_name.as_deref(),
                     options,
                 }) => r.map_err(|e| TurnEnd::Failed { reason: "provider", error: e.to_string() })?,
@@ -595,7 +624,15 @@ impl TurnService {
             }
             new_messages.push(stored);
             if reply.tool_calls.is_empty() {
-                return Ok(reply.content.unwrap_or_default());
+                let text = reply.content.unwrap_or_default();
+                let Some(s) = &slots else {
+                    return Ok(text);
+                };
+                let (output, extra) = self
+                    .output_slots(ctx, &call_ctx, catalog, &s.output, text)
+                    .await?;
+                new_messages.extend(extra);
+                return Ok(output);
             }
             for call in &reply.tool_calls {
                 if token.is_cancelled() {
@@ -1277,6 +1314,20 @@ impl ChildRunner for TurnService {
             this.inner
                 .store
                 .insert_lineage(id, scope.tenant(), scope.principal(), &lineage)
+                .await
+                .map_err(|e| e.to_string())?;
+            this.inner
+                .store
+                .insert_session_slots(
+                    id,
+                    scope.tenant(),
+                    &crate::store::SessionSlots {
+                        input: Some(lineage.input_slots.clone()),
+                        output: Some(lineage.output_slots.clone()),
+                        use_bootstrap: lineage.use_bootstrap,
+                        bootstrap: None,
+                    },
+                )
                 .await
                 .map_err(|e| e.to_string())?;
             this.inner

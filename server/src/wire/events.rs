@@ -81,6 +81,8 @@ pub enum EventPayload {
     ClarifyAnswered(ClarifyAnswered),
     #[serde(rename = "task.updated")]
     TaskUpdated(TaskUpdated),
+    #[serde(rename = "slot.failed")]
+    SlotFailed(SlotFailed),
     #[serde(rename = "turn.completed")]
     TurnCompleted(TurnCompleted),
     #[serde(rename = "turn.failed")]
@@ -103,6 +105,7 @@ impl EventPayload {
             EventPayload::ClarifyRequested(_) => "clarify.requested",
             EventPayload::ClarifyAnswered(_) => "clarify.answered",
             EventPayload::TaskUpdated(_) => "task.updated",
+            EventPayload::SlotFailed(_) => "slot.failed",
             EventPayload::TurnCompleted(_) => "turn.completed",
             EventPayload::TurnFailed(_) => "turn.failed",
             EventPayload::TurnCancelled(_) => "turn.cancelled",
@@ -125,6 +128,7 @@ impl EventPayload {
             EventPayload::ClarifyRequested(d) => to(d),
             EventPayload::ClarifyAnswered(d) => to(d),
             EventPayload::TaskUpdated(d) => to(d),
+            EventPayload::SlotFailed(d) => to(d),
             EventPayload::TurnCompleted(d) => to(d),
             EventPayload::TurnFailed(d) => to(d),
             EventPayload::TurnCancelled(d) => to(d),
@@ -271,12 +275,28 @@ pub struct TurnCompleted {
     pub steps: u32,
 }
 
+/// A bootstrap, input or output slot of the core failed. With
+/// `failure_policy` `soft` the turn continues without what the slot would
+/// have added; with `hard` the turn fails (`reason` `slot_failed`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = events::SlotFailed)]
+pub struct SlotFailed {
+    /// `bootstrap`, `input` or `output`.
+    pub phase: String,
+    /// The slot id (its folder name).
+    pub slot_id: String,
+    /// `soft` or `hard`.
+    pub failure_policy: String,
+    /// What went wrong, secrets redacted.
+    pub error: String,
+}
+
 /// A turn failed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[schema(as = events::TurnFailed)]
 pub struct TurnFailed {
     /// Stable: `internal`, `core_load`, `workspace`, `provider`,
-    /// `provider_unavailable`, `max_model_steps` or `lost`.
+    /// `provider_unavailable`, `max_model_steps`, `slot_failed` or `lost`.
     pub reason: String,
     /// Human explanation.
     pub error: String,

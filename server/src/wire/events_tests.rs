@@ -143,6 +143,17 @@ fn every_kind() -> Vec<(EventPayload, &'static str, Value)> {
             json!({"task_id": "task_1", "status": "lost"}),
         ),
         (
+            EventPayload::SlotFailed(SlotFailed {
+                phase: "input".into(),
+                slot_id: "style_hint".into(),
+                failure_policy: "soft".into(),
+                error: "the slot raised KeyError: 'x'".into(),
+            }),
+            "slot.failed",
+            json!({"phase": "input", "slot_id": "style_hint", "failure_policy": "soft",
+                "error": "the slot raised KeyError: 'x'"}),
+        ),
+        (
             EventPayload::TurnCompleted(TurnCompleted {
                 output: "done".into(),
                 steps: 2,
@@ -182,8 +193,8 @@ fn every_kind_keeps_its_type_and_its_bytes() {
         assert_eq!(tagged["data"], data);
         kinds.insert(kind);
     }
-    // CONTRACT.md's thirteen types, each with an example above.
-    assert_eq!(kinds.len(), 13);
+    // CONTRACT.md's fourteen types, each with an example above.
+    assert_eq!(kinds.len(), 14);
 }
 
 #[test]

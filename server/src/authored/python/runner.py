@@ -9,6 +9,12 @@ at stderr so stray writes cannot corrupt the protocol). One call at a time:
             {"op": "capability", "id", "allowed"}), {"op": "output", "id",
             "stream", "text"}, then {"op": "result", "id", "value"} or
             {"op": "error", "id", "kind", "type", "message"}.
+
+  host -> {"op": "slot", "id", "slot": {...}, "turn": {...}, "workspace",
+           "input": {"raw_text"}, "output": {"response_text"}, "history": [...]}
+  runner -> the same capability/output messages, then {"op": "result", "id",
+            "value": {"bootstrap", "context", "deliveries", "result"}} (what
+            the slot asked for, see ``demiurge.slots``) or an error.
 """
 
 import asyncio
@@ -29,6 +35,7 @@ sys.stdout = sys.stderr
 _input = sys.stdin
 
 from demiurge.sdk import AgentInput, CapabilityDenied, ToolContext, ToolResult, TurnContext  # noqa: E402
+from demiurge import slots as _slots  # noqa: E402
 
 
 def _send(message):
@@ -160,6 +167,65 @@ def _call(message):
         sys.stdout = saved
 
 
+def _slot(message):
+    call_id = message["id"]
+    slot = message["slot"]
+    turn = message.get("turn") or {}
+    phase = slot.get("phase")
+    lane = slot.get("lane", "serial")
+    workspace = message.get("workspace")
+    session_root = message.get("session_root")
+    effects = _slots.new_effects()
+    ctx = _slots.SlotContext(
+        slot_id=slot["name"], slot_path=slot["slot_path"],
+        capability=_Capability(call_id, slot["slot_path"]),
+        session_id=turn.get("session_id", ""), core_id=turn.get("core_id", ""),
+        core_revision=turn.get("core_revision", ""), workspace=workspace,
+    )
+    if phase == "bootstrap":
+        ctx.bootstrap = _slots.BootstrapClient(effects, workspace)
+    else:
+        ctx.turn = TurnContext(
+            session_id=turn.get("session_id", ""), turn_id=turn.get("turn_id", ""),
+            core_id=turn.get("core_id", ""), core_revision=turn.get("core_revision", ""),
+            user_input=AgentInput(content=turn.get("user_input", "")), metadata={},
+        )
+        ctx.history = _slots.HistoryClient(message.get("history"))
+        if phase == "input":
+            ctx.input = _slots.InputClient(effects, lane, (message.get("input") or {}).get(
+                "raw_text", ""), workspace, session_root)
+        else:
+            out = message.get("output") or {}
+            ctx.output = _slots.OutputClient(effects, lane, slot.get("history_policy", "persist"),
+                                             out.get("response_text", ""), out.get("metadata"),
+                                             workspace, session_root)
+            ctx.result = _slots.ResultClient(effects, lane)
+    saved = sys.stdout
+    sys.stdout = _Output(call_id)
+    try:
+        module = _load(slot)
+        function = getattr(module, slot["function"], None)
+        if not callable(function):
+            _send({"op": "error", "id": call_id, "kind": "entrypoint", "type": "AttributeError",
+                   "message": f"{slot['module']}:{slot['function']} is not a callable"})
+            return
+        value = function(ctx)
+        if inspect.isawaitable(value):
+            asyncio.run(_awaited(value))
+        _send({"op": "result", "id": call_id, "value": effects})
+    except CapabilityDenied as exc:
+        _send({"op": "error", "id": call_id, "kind": "capability", "type": type(exc).__name__,
+               "message": str(exc)})
+    except SystemExit as exc:
+        _send({"op": "error", "id": call_id, "kind": "raised", "type": "SystemExit",
+               "message": f"the slot called exit({exc.code!r})"})
+    except BaseException as exc:  # noqa: BLE001 - every failure is the slot's result
+        _send({"op": "error", "id": call_id, "kind": "raised", "type": type(exc).__name__,
+               "message": str(exc)})
+    finally:
+        sys.stdout = saved
+
+
 async def _awaited(value):
     return await value
 
@@ -170,6 +236,8 @@ def main():
         message = _receive()
         if message.get("op") == "call":
             _call(message)
+        elif message.get("op") == "slot":
+            _slot(message)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,13 @@
+//! Agent slots: the bootstrap, input and output pipeline of a core
+//! (`pipelines.yaml`, `<phase>/<id>/slot.yaml` + `module.py`) run around
+//! each turn through the warm Python runner of authored tools.
+//!
+//! [`plan`] decides what runs in which order (pure, tested beside it);
+//! [`run`] executes a planned phase on the runner and folds what the slots
+//! asked for (context, deliveries, bootstrap text) into one result the turn
+//! applies.
+
+pub mod plan;
+pub mod run;
+
+pub use plan::{Group, Lane, Native, Pipeline, PlanError, Selection, SlotSpec};

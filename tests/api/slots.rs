@@ -1,0 +1,376 @@
+//! Agent slots through real turns: the seeded assistant (the Python
+//! project's assistant slots, `session_context` included) runs a turn
+//! through its pipeline; Python input/output slots shape the prompt and
+//! the output; a failing slot follows its `failure_policy`; and
+//! `delegate_task` selects from the child core's pipeline.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+fn core_dir(app: &TestApp, core: &str) -> PathBuf {
+    app.home.join("tenants/default/agents").join(core)
+}
+
+fn write(dir: &Path, rel: &str, body: &str) {
+    let f = dir.join(rel);
+    std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+    std::fs::write(f, body).unwrap();
+}
+
+const BASE_INPUT_PY: &str =
+    "def process(ctx):\n    ctx.input.add_context(ctx.input.raw_text, role=\"user\")\n";
+const BASE_OUTPUT_PY: &str =
+    "def process(ctx):\n    ctx.output.send_text(ctx.output.response_text)\n";
+
+fn slot(dir: &Path, phase: &str, id: &str, policy: &str, module: &str) {
+    write(
+        dir,
+        &format!("agent/{phase}/{id}/slot.yaml"),
+        &format!("entrypoint: module:process\nfailure_policy: {policy}\n"),
+    );
+    write(dir, &format!("agent/{phase}/{id}/module.py"), module);
+}
+
+/// A core with `extra` input slots before `base_input` and `extra_out`
+/// output slots after `base_output` (each `(id, policy, module)`).
+fn slotted_core(
+    app: &TestApp,
+    core: &str,
+    extra_in: &[(&str, &str, &str)],
+    extra_out: &[(&str, &str, &str)],
+) {
+    let dir = core_dir(app, core);
+    write(
+        &dir,
+        "agent.yaml",
+        &format!(
+            "schema_version: 1\nagent:\n  id: {core}\ntools:\n  toolsets: [coding, demiurge_control]\n\
+             capabilities:\n  defaults:\n    task.control:\n      scope: session\n    agents.spawn:{core}: {{}}\n"
+        ),
+    );
+    slot(&dir, "input", "base_input", "hard", BASE_INPUT_PY);
+    slot(&dir, "output", "base_output", "hard", BASE_OUTPUT_PY);
+    for (id, policy, module) in extra_in {
+        slot(&dir, "input", id, policy, module);
+    }
+    for (id, policy, module) in extra_out {
+        slot(&dir, "output", id, policy, module);
+    }
+    let list = |ids: Vec<&str>| {
+        ids.iter()
+            .map(|i| format!("\n    - {i}"))
+            .collect::<String>()
+    };
+    let input: Vec<&str> = extra_in.iter().map(|s| s.0).chain(["base_input"]).collect();
+    let output: Vec<&str> = ["base_output"]
+        .into_iter()
+        .chain(extra_out.iter().map(|s| s.0))
+        .collect();
+    write(
+        &dir,
+        "agent/pipelines.yaml",
+        &format!(
+            "schema_version: 1\nbootstrap:\n  serial: []\ninput:\n  serial:{}\n  parallel: []\n\
+             output:\n  serial:{}\n  parallel: []\n",
+            list(input),
+            list(output)
+        ),
+    );
+}
+
+async fn session_on(app: &TestApp, tok: &str, core: &str) -> String {
+    let (st, s) = app.post(tok, "/v1/sessions", json!({"core": core})).await;
+    assert_eq!(st, 201, "{s}");
+    s["id"].as_str().unwrap().to_owned()
+}
+
+/// Run one turn with `input`; its events up to the terminal one.
+async fn turn(app: &TestApp, tok: &str, sid: &str, input: &str) -> Vec<Value> {
+    let (_, s) = app.get(tok, &format!("/v1/sessions/{sid}")).await;
+    let after = s["last_seq"].as_i64().unwrap();
+    app.start_turn(tok, sid, json!({"input": input})).await;
+    app.sse_until(tok, sid, &format!("?after={after}"), None, is_terminal)
+        .await
+}
+
+fn last(evs: &[Value]) -> &Value {
+    evs.last().unwrap()
+}
+
+#[tokio::test]
+async fn the_seeded_assistant_runs_a_turn_through_its_slots() {
+    for backend in backends() {
+        let stand_in = StandIn::start().await;
+        let app = spawn_with(backend, stand_in.opts("sk-stand-in-key")).await;
+        let tok = app.token("default", "alice");
+        let sid = app.create_session(&tok).await;
+        stand_in.push(200, text_reply("first answer"), Default::default());
+        let evs = turn(&app, &tok, &sid, "hello there").await;
+        assert_eq!(last(&evs)["type"], "turn.completed", "{backend:?} {evs:?}");
+        assert_eq!(last(&evs)["data"]["output"], "first answer");
+        assert!(
+            !evs.iter().any(|e| e["type"] == "slot.failed"),
+            "{backend:?} {evs:?}\n{}",
+            app.log()
+        );
+        stand_in.push(200, text_reply("second answer"), Default::default());
+        let evs = turn(&app, &tok, &sid, "again").await;
+        assert_eq!(last(&evs)["data"]["output"], "second answer", "{evs:?}");
+
+        let reqs = stand_in.requests();
+        assert_eq!(reqs.len(), 2);
+        let ws = app
+            .home
+            .join("tenants/default/workspaces/alice/default")
+            .canonicalize()
+            .unwrap();
+        for (_, body) in &reqs {
+            let msgs = body["messages"].as_array().unwrap();
+            // session_context's snapshot right after the SOUL, every turn.
+            assert_eq!(msgs[0]["role"], "system");
+            let boot = msgs[1]["content"].as_str().unwrap();
+            assert_eq!(msgs[1]["role"], "system");
+            assert!(boot.starts_with("Session environment:"), "{boot}");
+            assert!(
+                boot.contains(&format!("- Workspace: `{}`", ws.display())),
+                "{boot}"
+            );
+            assert!(boot.contains("- Current user: `default`"), "{boot}");
+            let snapshots = msgs
+                .iter()
+                .filter(|m| {
+                    m["content"]
+                        .as_str()
+                        .is_some_and(|c| c.starts_with("Session environment:"))
+                })
+                .count();
+            assert_eq!(snapshots, 1, "{msgs:?}");
+        }
+        // base_input made the user message; history kept the first turn.
+        let second = reqs[1].1["messages"].as_array().unwrap();
+        let users: Vec<&str> = second
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"].as_str())
+            .collect();
+        assert_eq!(users, ["hello there", "again"]);
+    }
+}
+
+const PREFIX_PY: &str =
+    "def process(ctx):\n    ctx.input.add_context('Answer in French.', role='system')\n    \
+ctx.input.add_context('[' + ctx.input.raw_text.upper() + ']', role='user', write_history=False)\n";
+const SIGN_PY: &str = "def process(ctx):\n    n = len(ctx.history.recent_messages(10, roles={'user'}))\n    \
+ctx.output.send_text(f'-- signed ({n} earlier)')\n    ctx.result.set({'len': len(ctx.output.response_text)})\n";
+const RAISE_PY: &str = "def process(ctx):\n    raise ValueError('slot exploded')\n";
+const STATE_PY: &str = "def process(ctx):\n    ctx.state.session.set('x', 1)\n";
+
+#[tokio::test]
+async fn python_slots_shape_the_prompt_and_the_output() {
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let tok = app.token("default", "alice");
+        slotted_core(
+            &app,
+            "shaped",
+            &[("prefix", "hard", PREFIX_PY)],
+            &[("sign", "hard", SIGN_PY)],
+        );
+        let sid = session_on(&app, &tok, "shaped").await;
+        let evs = turn(&app, &tok, &sid, "hi").await;
+        let end = last(&evs);
+        assert_eq!(end["type"], "turn.completed", "{backend:?} {evs:?}");
+        // The fake model answers its user message: the slot's text, then base_input's.
+        assert_eq!(
+            end["data"]["output"], "[fake] [HI]\n\nhi\n\n-- signed (0 earlier)",
+            "{end}"
+        );
+        // History keeps the persisted user part and the signature.
+        let evs = turn(&app, &tok, &sid, "second").await;
+        let out = last(&evs)["data"]["output"].as_str().unwrap().to_owned();
+        assert!(out.ends_with("-- signed (1 earlier)"), "{out}");
+    }
+}
+
+#[tokio::test]
+async fn a_failing_slot_follows_its_failure_policy() {
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let tok = app.token("default", "alice");
+        slotted_core(&app, "softfail", &[("flaky", "soft", RAISE_PY)], &[]);
+        slotted_core(&app, "hardfail", &[], &[("strict", "hard", RAISE_PY)]);
+        slotted_core(&app, "nostate", &[("stateful", "soft", STATE_PY)], &[]);
+
+        let sid = session_on(&app, &tok, "softfail").await;
+        let evs = turn(&app, &tok, &sid, "carry on").await;
+        let failed: Vec<&Value> = evs.iter().filter(|e| e["type"] == "slot.failed").collect();
+        assert_eq!(failed.len(), 1, "{backend:?} {evs:?}");
+        let d = &failed[0]["data"];
+        assert_eq!(
+            (
+                d["phase"].as_str(),
+                d["slot_id"].as_str(),
+                d["failure_policy"].as_str()
+            ),
+            (Some("input"), Some("flaky"), Some("soft"))
+        );
+        assert!(
+            d["error"]
+                .as_str()
+                .unwrap()
+                .contains("ValueError: slot exploded"),
+            "{d}"
+        );
+        assert_eq!(last(&evs)["type"], "turn.completed");
+        assert_eq!(last(&evs)["data"]["output"], "[fake] carry on");
+
+        let sid = session_on(&app, &tok, "hardfail").await;
+        let evs = turn(&app, &tok, &sid, "stop here").await;
+        assert!(evs
+            .iter()
+            .any(|e| e["type"] == "slot.failed" && e["data"]["failure_policy"] == "hard"));
+        let end = last(&evs);
+        assert_eq!(end["type"], "turn.failed", "{evs:?}");
+        assert_eq!(end["data"]["reason"], "slot_failed");
+        let error = end["data"]["error"].as_str().unwrap();
+        assert!(
+            error.contains("output slot strict failed") && error.contains("slot exploded"),
+            "{error}"
+        );
+
+        // A client this host does not offer fails the slot with a clear message.
+        let sid = session_on(&app, &tok, "nostate").await;
+        let evs = turn(&app, &tok, &sid, "x").await;
+        let f = evs.iter().find(|e| e["type"] == "slot.failed").unwrap();
+        assert!(
+            f["data"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("ctx.state is not offered to slots"),
+            "{f}"
+        );
+        assert_eq!(last(&evs)["type"], "turn.completed");
+
+        // A parallel input slot runs, but may not change the prompt.
+        slotted_core(&app, "sidecar", &[], &[]);
+        let dir = core_dir(&app, "sidecar");
+        slot(&dir, "input", "side", "soft", EXTRA_PY);
+        write(
+            &dir,
+            "agent/pipelines.yaml",
+            "schema_version: 1\ninput:\n  serial: [base_input]\n  parallel: [side]\n\
+             output:\n  serial: [base_output]\n",
+        );
+        let sid = session_on(&app, &tok, "sidecar").await;
+        let evs = turn(&app, &tok, &sid, "y").await;
+        let f = evs.iter().find(|e| e["type"] == "slot.failed").unwrap();
+        assert!(
+            f["data"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("parallel input slot cannot modify the current prompt"),
+            "{f}"
+        );
+        assert_eq!(last(&evs)["data"]["output"], "[fake] y");
+    }
+}
+
+const EXTRA_PY: &str = "def process(ctx):\n    ctx.input.add_context('EXTRA', role='user')\n";
+
+#[tokio::test]
+async fn delegate_task_selects_from_the_child_pipeline() {
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let tok = app.token("default", "alice");
+        slotted_core(&app, "picky", &[("extra", "hard", EXTRA_PY)], &[]);
+        let sid = session_on(&app, &tok, "picky").await;
+        let delegate = |slots: Value| {
+            let mut args = json!({"core_id": "picky", "goal": "child goal", "background": false,
+                "timeout_seconds": 60});
+            if !slots.is_null() {
+                args["input_slots"] = slots;
+            }
+            json!([{"tool_calls": [{"name": "delegate_task", "arguments": args}]},
+                   {"content": "parent done"}])
+        };
+        for (slots, want) in [
+            (Value::Null, Ok("[fake] child goal")),
+            (json!([]), Ok("[fake] child goal")),
+            (json!("all"), Ok("[fake] EXTRA\n\nchild goal")),
+            (json!(["extra"]), Ok("[fake] EXTRA\n\nchild goal")),
+            (json!(["extra", "nope"]), Err("nope")),
+        ] {
+            let evs = run_script(&app, &tok, &sid, delegate(slots.clone()), "allow_once").await;
+            assert_eq!(last(&evs)["type"], "turn.completed", "{backend:?} {evs:?}");
+            let r = evs
+                .iter()
+                .find(|e| e["type"] == "tool.result" && e["data"]["tool"] == "delegate_task")
+                .unwrap();
+            match want {
+                Ok(output) => {
+                    assert_eq!(r["data"]["status"], "succeeded", "{slots} {r}");
+                    assert_eq!(r["data"]["content"]["output"], output, "{slots} {r}");
+                }
+                Err(id) => {
+                    assert_eq!(r["data"]["status"], "invalid", "{r}");
+                    let msg = r["data"]["content"].to_string();
+                    assert!(msg.contains(id), "{msg}");
+                }
+            }
+        }
+    }
+}
+
+const MARK_PY: &str =
+    "def process(ctx):\n    with open('booted-' + ctx.session_id, 'a') as f:\n        \
+f.write('once\\n')\n    ctx.bootstrap.add('marked')\n";
+
+#[tokio::test]
+async fn bootstrap_runs_once_per_session_and_for_children_only_when_asked() {
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let tok = app.token("default", "alice");
+        slotted_core(&app, "booted", &[], &[]);
+        let dir = core_dir(&app, "booted");
+        slot(&dir, "bootstrap", "mark", "hard", MARK_PY);
+        write(
+            &dir,
+            "agent/pipelines.yaml",
+            "schema_version: 1\nbootstrap:\n  serial: [mark]\ninput:\n  serial: [base_input]\n\
+             output:\n  serial: [base_output]\n",
+        );
+        let ws = app.home.join("tenants/default/workspaces/alice/default");
+        let sid = session_on(&app, &tok, "booted").await;
+        for input in ["one", "two"] {
+            let evs = turn(&app, &tok, &sid, input).await;
+            assert_eq!(last(&evs)["type"], "turn.completed", "{backend:?} {evs:?}");
+        }
+        let marks = std::fs::read_to_string(ws.join(format!("booted-{sid}"))).unwrap();
+        assert_eq!(
+            marks, "once\n",
+            "the bootstrap slot ran once for the session"
+        );
+
+        for use_bootstrap in [false, true] {
+            let script = json!([{"tool_calls": [{"name": "delegate_task", "arguments": {
+                "core_id": "booted", "goal": "child", "background": false,
+                "timeout_seconds": 60, "use_bootstrap": use_bootstrap}}]},
+                {"content": "parent done"}]);
+            let evs = run_script(&app, &tok, &sid, script, "allow_once").await;
+            let r = evs
+                .iter()
+                .find(|e| e["type"] == "tool.result" && e["data"]["tool"] == "delegate_task")
+                .unwrap();
+            assert_eq!(r["data"]["status"], "succeeded", "{r}");
+            let child = r["data"]["content"]["child_session_id"].as_str().unwrap();
+            assert_eq!(
+                ws.join(format!("booted-{child}")).exists(),
+                use_bootstrap,
+                "use_bootstrap {use_bootstrap}"
+            );
+        }
+    }
+}
