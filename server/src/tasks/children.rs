@@ -4,8 +4,12 @@
 //! A child runs as a background task of kind `agent.spawn` in a child
 //! session of the same principal (so its approvals go to the same humans),
 //! on the child core, with tools only narrowed: the `tools` request picks
-//! from the child core's catalog, and a child never sees a tool whose
-//! capability the delegating core does not grant. Its lineage (parent
+//! from the child core's catalog, and a child never exceeds any delegating
+//! core above it ([`crate::catalog::ResolvedCatalog::bounded_by`]): its
+//! capabilities are the intersection with their grants, and its approval
+//! policies are at least as strict as theirs. Its approval requests are
+//! mirrored to the streams of the sessions above it (`child_session_id`),
+//! where whoever watches the parent can decide them. Its lineage (parent
 //! session, depth, the deepest delegation it may reach, its tool list) is
 //! stored with the child session before its first turn, so every later turn
 //! of that session (completions included) keeps the same limits.
@@ -47,6 +51,12 @@ pub struct Delegation {
     pub tools: Option<Vec<String>>,
     /// The core that delegated (its grants bound this session's tools).
     pub parent_core: Option<String>,
+    /// The sessions above this one, the parent first: approvals asked here
+    /// are mirrored to their streams.
+    pub ancestor_sessions: Vec<SessionId>,
+    /// The cores of every delegating session above, the parent's first:
+    /// each one bounds this session's capabilities and approval policies.
+    pub ancestor_cores: Vec<String>,
 }
 
 impl Delegation {
@@ -63,6 +73,8 @@ impl Default for Delegation {
             max_depth: HARD_MAX_DEPTH,
             tools: None,
             parent_core: None,
+            ancestor_sessions: Vec::new(),
+            ancestor_cores: Vec::new(),
         }
     }
 }

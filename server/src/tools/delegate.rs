@@ -488,6 +488,7 @@ mod tests {
             max_depth: 2,
             tools: None,
             parent_core: Some("core".into()),
+            ..Default::default()
         };
         let e = plan::<DelegateTask>(&f, "delegate_task", json!({"goal": "g", "max_depth": 9}))
             .unwrap_err();

@@ -444,17 +444,16 @@ impl TurnService {
         let mut catalog = match &delegation {
             None => &core.resolved,
             Some(d) => {
-                let parent =
-                    match d.parent_core.as_deref().filter(|p| *p != core_id.as_str()) {
-                        None => None,
-                        Some(p) => Some(self.load_core(tenant, p).await.map_err(|error| {
-                            TurnEnd::Failed {
-                                reason: "core_load",
-                                error,
-                            }
-                        })?),
-                    };
-                narrowed = child_catalog(&core.resolved, d, parent.as_deref());
+                let mut above = Vec::with_capacity(d.ancestor_cores.len());
+                for p in &d.ancestor_cores {
+                    above.push(self.load_core(tenant, p).await.map_err(|error| {
+                        TurnEnd::Failed {
+                            reason: "core_load",
+                            error,
+                        }
+                    })?);
+                }
+                narrowed = child_catalog(&core.resolved, d, &above);
                 &narrowed
             }
         };
@@ -1155,17 +1154,18 @@ fn parent_allows(parent: &ResolvedCatalog, entry: &crate::catalog::ResolvedEntry
         .is_none_or(|cap| parent.grants().allows(cap, None, &[], false))
 }
 
-/// A child session's catalog: its core's, only the listed tools, only what
-/// the parent core grants.
+/// A child session's catalog: its core's, only the listed tools, bounded by
+/// every delegating core above it (grants intersected, policies at least as
+/// strict; [`ResolvedCatalog::bounded_by`]).
 fn child_catalog(
     own: &ResolvedCatalog,
     d: &Delegation,
-    parent: Option<&crate::core::repository::CoreView>,
+    above: &[std::sync::Arc<crate::core::repository::CoreView>],
 ) -> ResolvedCatalog {
-    own.narrowed(|e| {
-        d.tools.as_ref().is_none_or(|t| t.contains(&e.name))
-            && parent.is_none_or(|p| parent_allows(&p.resolved, e))
-    })
+    let narrowed = own.narrowed(|e| d.tools.as_ref().is_none_or(|t| t.contains(&e.name)));
+    above
+        .iter()
+        .fold(narrowed, |c, parent| c.bounded_by(&parent.resolved))
 }
 
 /// Child agents run as ordinary turns of their child session, as the
