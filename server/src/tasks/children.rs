@@ -109,13 +109,14 @@ pub struct ChildEnd {
 
 /// The turn service's side of child agents; set once at start-up.
 pub trait ChildRunner: Send + Sync {
-    /// The child core as a child of `parent_core` sees it; `Err` names why
-    /// it cannot be used (unknown core, …).
+    /// The child core as a child of the cores `above` (the delegating
+    /// core first, then the cores above it) sees it; `Err` names why it
+    /// cannot be used (unknown core, …).
     fn child_core(
         &self,
         scope: PrincipalScope,
         core: String,
-        parent_core: String,
+        above: Vec<String>,
     ) -> BoxFuture<'static, Result<ChildCore, String>>;
 
     /// The parent's recent transcript for a `fork` child (bounded).

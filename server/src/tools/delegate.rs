@@ -199,11 +199,12 @@ impl Tool for DelegateTask {
             return ToolOutcome::error(ToolStatus::Denied, denial);
         }
         let child = match runner
-            .child_core(
-                scope.clone(),
-                p.core.clone(),
-                env.catalog.core_id().to_owned(),
-            )
+            .child_core(scope.clone(), p.core.clone(), {
+                // The child is bounded by this core and everything above it.
+                let mut above = vec![env.catalog.core_id().to_owned()];
+                above.extend(ctx.delegation.ancestor_cores.iter().cloned());
+                above
+            })
             .await
         {
             Ok(c) => c,

@@ -1145,15 +1145,6 @@ impl CompletionSink for TurnService {
     }
 }
 
-/// Whether the delegating core's grants allow what `entry` needs: a child
-/// never gets a tool whose capability its parent's core does not grant.
-fn parent_allows(parent: &ResolvedCatalog, entry: &crate::catalog::ResolvedEntry) -> bool {
-    entry
-        .capability
-        .as_deref()
-        .is_none_or(|cap| parent.grants().allows(cap, None, &[], false))
-}
-
 /// A child session's catalog: its core's, only the listed tools, bounded by
 /// every delegating core above it (grants intersected, policies at least as
 /// strict; [`ResolvedCatalog::bounded_by`]).
@@ -1175,7 +1166,7 @@ impl ChildRunner for TurnService {
         &self,
         scope: PrincipalScope,
         core: String,
-        parent_core: String,
+        above: Vec<String>,
     ) -> BoxFuture<'static, std::result::Result<ChildCore, String>> {
         let this = self.clone();
         Box::pin(async move {
@@ -1185,23 +1176,12 @@ impl ChildRunner for TurnService {
                 return Err(format!("unknown core {core:?} in this tenant"));
             }
             let view = this.load_core(tenant, &core).await?;
-            let parent = if parent_core == core {
-                None
-            } else {
-                Some(this.load_core(tenant, &parent_core).await?)
-            };
+            let mut bounded = view.resolved.clone();
+            for p in &above {
+                bounded = bounded.bounded_by(&this.load_core(tenant, p).await?.resolved);
+            }
             Ok(ChildCore {
-                tools: view
-                    .resolved
-                    .entries()
-                    .iter()
-                    .filter(|e| {
-                        parent
-                            .as_ref()
-                            .is_none_or(|p| parent_allows(&p.resolved, e))
-                    })
-                    .map(|e| e.name.clone())
-                    .collect(),
+                tools: bounded.entries().iter().map(|e| e.name.clone()).collect(),
                 input_slots: view.input_slots.clone(),
                 output_slots: view.output_slots.clone(),
             })
