@@ -983,6 +983,14 @@ impl Tasks {
                 return Ok((self.get(scope, id).await?, true));
             }
             ticket = inner.signals.parked().park(id);
+            // Woken: usually the end; read and consume in one statement.
+            if let Some(settled) = inner
+                .store
+                .settle_task_wait(scope.tenant(), scope.principal(), id)
+                .await?
+            {
+                return Ok((settled, false));
+            }
             row = self.get(scope, id).await?;
         }
     }
