@@ -331,12 +331,25 @@ impl Store {
             settled.join(", "),
         );
         let _gate = self.write_gate().await;
-        let row = sqlx::query(AssertSqlSafe(sql))
+        let query = sqlx::query(AssertSqlSafe(sql))
             .bind(id)
             .bind(tenant.as_str())
-            .bind(principal.as_str())
-            .fetch_optional(self.pool())
-            .await?;
+            .bind(principal.as_str());
+        let row = if self.backend() == Backend::Postgres {
+            // The waiter should not wait for a WAL flush: a crash in the
+            // next fraction of a second can at worst lose this consume
+            // (the task's end itself was committed synchronously), and
+            // then the completion turn runs after all.
+            let mut tx = self.pool().begin().await?;
+            sqlx::query("SET LOCAL synchronous_commit TO OFF")
+                .execute(&mut *tx)
+                .await?;
+            let row = query.fetch_optional(&mut *tx).await?;
+            tx.commit().await?;
+            row
+        } else {
+            query.fetch_optional(self.pool()).await?
+        };
         row.as_ref().map(decode).transpose()
     }
 
