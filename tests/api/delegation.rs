@@ -244,3 +244,111 @@ async fn bad_delegations_are_typed_tool_errors() {
     let (_, list) = app.get(&tok, &format!("/v1/tasks?session={sid}")).await;
     assert_eq!(list["items"], json!([]));
 }
+
+/// A parent that grants reads only and must prompt for them.
+const BOSS: &str =
+    "schema_version: 1\nagent:\n  id: boss\ntools:\n  toolsets: [coding, demiurge_control]\n\
+approval:\n  tools:\n    read_file: prompt\ncapabilities:\n  defaults:\n    fs.read: {}\n    \
+task.control: {}\n    agents.spawn:worker: {}\n";
+/// A child core that grants (and auto-allows) much more than the parent.
+const WORKER: &str =
+    "schema_version: 1\nagent:\n  id: worker\ntools:\n  toolsets: [coding, demiurge_control]\n\
+approval:\n  default: auto\ncapabilities:\n  defaults:\n    fs.read: {}\n    fs.write: {}\n    \
+terminal.exec: {}\n    task.control: {}\n";
+
+#[tokio::test]
+async fn a_child_never_exceeds_its_parent_and_its_approvals_reach_the_parent_stream() {
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let tok = app.token("default", "alice");
+        for (core, body) in [("boss", BOSS), ("worker", WORKER)] {
+            let dir = core_dir(&app, core);
+            write(&dir, "agent.yaml", body);
+            write(&dir, "agent/SOUL.md", &format!("# {core}\n"));
+        }
+        let (st, s) = app
+            .post(&tok, "/v1/sessions", json!({"core": "boss"}))
+            .await;
+        assert_eq!(st, 201, "{s}");
+        let sid = s["id"].as_str().unwrap().to_owned();
+        let ws = app.home.join("tenants/default/workspaces/alice/default");
+        std::fs::write(ws.join("note.txt"), "boss note").unwrap();
+        let goal = child_script(json!([
+            {"tool_calls": [
+                {"name": "terminal", "arguments": {"command": "touch escaped"}},
+                {"name": "write_file", "arguments": {"path": "escape.txt", "content": "x"}},
+                {"name": "read_file", "arguments": {"path": "note.txt"}}
+            ]},
+            {"content": "child done"}
+        ]));
+        // The parent's decider only watches the parent's stream: the child's
+        // read_file approval must be mirrored there to be decided at all.
+        let evs = run_script(
+            &app,
+            &tok,
+            &sid,
+            json!([
+                {"tool_calls": [{"name": "delegate_task", "arguments": {
+                    "goal": goal, "core_id": "worker", "tools": "all",
+                    "background": false, "timeout_seconds": 120}}]},
+                {"content": "parent done"}
+            ]),
+            "allow_once",
+        )
+        .await;
+        assert_eq!(
+            evs.last().unwrap()["type"],
+            "turn.completed",
+            "{backend:?} {evs:?}"
+        );
+        let r = results_of(&evs, "delegate_task");
+        assert_eq!(r[0]["status"], "succeeded", "{backend:?} {}", r[0]);
+        let c = &r[0]["content"];
+        let child = c["child_session_id"].as_str().unwrap().to_owned();
+        // Only what the parent core grants: no terminal, no writes.
+        let tools: Vec<&str> = c["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        assert!(tools.contains(&"read_file"), "{tools:?}");
+        for gone in ["terminal", "write_file", "patch"] {
+            assert!(!tools.contains(&gone), "{gone} in {tools:?}");
+        }
+        // The mirrored request and its end, naming the child session.
+        let mirrored: Vec<&Value> = evs
+            .iter()
+            .filter(|e| e["type"] == "approval.requested")
+            .collect();
+        assert_eq!(mirrored.len(), 1, "{backend:?} {evs:?}");
+        assert_eq!(mirrored[0]["data"]["tool"], "read_file");
+        assert_eq!(mirrored[0]["data"]["child_session_id"], child.as_str());
+        let approval = mirrored[0]["data"]["approval_id"].as_str().unwrap();
+        let all = app
+            .sse_until(&tok, &sid, "", None, |e| {
+                e["type"] == "approval.resolved" && e["data"]["approval_id"] == approval
+            })
+            .await;
+        let resolved = all.last().unwrap();
+        assert_eq!(resolved["data"]["decision"], "allow_once", "{resolved}");
+        assert_eq!(resolved["data"]["child_session_id"], child.as_str());
+        // In the child: the parent's prompt held (the read was asked, not
+        // auto-allowed by the child core), the rest was never its tool.
+        let cevs = all_events(&app, &tok, &child).await;
+        let own: Vec<&Value> = cevs
+            .iter()
+            .filter(|e| e["type"] == "approval.requested")
+            .collect();
+        assert_eq!(own.len(), 1, "{cevs:?}");
+        assert_eq!(own[0]["data"]["approval_id"], approval);
+        assert!(own[0]["data"].get("child_session_id").is_none());
+        for gone in ["terminal", "write_file"] {
+            let g = results_of(&cevs, gone);
+            assert_eq!(g[0]["status"], "not_found", "{gone}: {}", g[0]);
+        }
+        let rd = results_of(&cevs, "read_file");
+        assert_eq!(rd[0]["status"], "succeeded", "{}", rd[0]);
+        assert!(!ws.join("escape.txt").exists() && !ws.join("escaped").exists());
+    }
+}

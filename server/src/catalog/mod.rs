@@ -14,8 +14,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::policy::approval_policy::{
-    apply_override, effective_policy, ApprovalBlock, ApprovalPolicy, Metadata, MetadataOverride,
-    Risk, Source,
+    apply_override, effective_policy, stricter_policy, ApprovalBlock, ApprovalPolicy, Metadata,
+    MetadataOverride, Risk, Source,
 };
 use crate::policy::capabilities::CapabilityGrants;
 use crate::policy::json_schema::ArgumentSchema;
@@ -425,6 +425,55 @@ impl ResolvedCatalog {
             .collect();
         let names: Vec<&str> = out.entries.iter().map(|e| e.name.as_str()).collect();
         out.fingerprint = format!("{}+only:{}", self.fingerprint, names.join(","));
+        out
+    }
+
+    /// This catalog as a child agent of a turn on `parent` runs it: never
+    /// more than the parent. Entries whose capability the parent core does
+    /// not grant are dropped; the grants become the intersection
+    /// ([`CapabilityGrants::within`]), so handler-time checks (paths,
+    /// `secret.bind:`) answer as the parent would too; and every entry's
+    /// policy is at least what the parent would apply to it: the parent's
+    /// own entry of that name, and the parent core's and global `approval:`
+    /// blocks. A tool the parent must prompt for never becomes `auto` here.
+    pub fn bounded_by(&self, parent: &ResolvedCatalog) -> Self {
+        let mut out = self.clone();
+        out.entries.retain(|e| {
+            e.capability
+                .as_deref()
+                .is_none_or(|cap| parent.grants.allows(cap, None, &[], false))
+        });
+        for e in &mut out.entries {
+            let meta = Metadata {
+                risk: e.risk,
+                capability: e.capability.clone(),
+                approval_policy: ApprovalPolicy::Auto,
+                model_output_policy: String::new(),
+                display_policy: String::new(),
+                enabled: true,
+            };
+            let by_blocks = effective_policy(
+                &meta,
+                &e.name,
+                parent.core_approval.as_ref(),
+                parent.global_approval.as_ref(),
+            );
+            let by_entry = parent
+                .resolve(&e.name)
+                .map_or(ApprovalPolicy::Auto, |p| p.policy);
+            e.policy = stricter_policy(e.policy, stricter_policy(by_blocks, by_entry));
+        }
+        out.definitions = out
+            .entries
+            .iter()
+            .map(|e| {
+                json!({"type": "function", "function": {
+                    "name": e.name, "description": e.description, "parameters": e.input_schema}})
+            })
+            .collect();
+        out.grants = self.grants.within(&parent.grants);
+        // Approvals cached for the unbounded catalog never cover this one.
+        out.fingerprint = format!("{}+within:{}", self.fingerprint, parent.fingerprint);
         out
     }
 
@@ -902,5 +951,72 @@ mod tests {
         ] {
             assert!(parse_entrypoint(bad).is_err(), "{bad}");
         }
+    }
+
+    fn grants(defaults: &[&str]) -> CapabilityGrants {
+        CapabilityGrants::new(
+            defaults.iter().map(|s| s.to_string()),
+            Vec::<(String, Vec<String>)>::new(),
+        )
+    }
+
+    #[test]
+    fn a_child_catalog_never_exceeds_its_parent() {
+        // The child core grants and auto-allows more than its parent.
+        let mut child = input(&["read_file", "write_file", "terminal", "todo"]);
+        child.grants = grants(&["fs.read", "fs.write", "terminal.exec", "secret.bind:K"]);
+        child.overrides.insert(
+            "terminal".into(),
+            serde_json::from_value(json!({"approval_policy": "auto"})).unwrap(),
+        );
+        child.core_approval = Some(ApprovalBlock {
+            default: Some(ApprovalPolicy::Auto),
+            ..Default::default()
+        });
+        let child = ResolvedCatalog::build(&child);
+        // The parent grants no terminal, prompts for reads and denies todo.
+        let mut parent = input(&["read_file", "write_file"]);
+        parent.grants = grants(&["fs.read", "fs.write"]);
+        parent.core_approval = Some(ApprovalBlock {
+            tools: [
+                ("read_file".to_owned(), ApprovalPolicy::Prompt),
+                ("todo".to_owned(), ApprovalPolicy::Deny),
+            ]
+            .into(),
+            ..Default::default()
+        });
+        let parent = ResolvedCatalog::build(&parent);
+        let bounded = child.bounded_by(&parent);
+        let names: Vec<&str> = bounded.entries().iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["read_file", "write_file", "todo"]);
+        assert_eq!(bounded.definitions().len(), 3);
+        assert_eq!(
+            bounded.resolve("read_file").unwrap().policy,
+            ApprovalPolicy::Prompt
+        );
+        assert_eq!(
+            bounded.resolve("write_file").unwrap().policy,
+            ApprovalPolicy::Prompt
+        );
+        assert_eq!(
+            bounded.resolve("todo").unwrap().policy,
+            ApprovalPolicy::Deny
+        );
+        // Handler-time checks answer as the parent would too.
+        let g = bounded.grants();
+        assert!(g.allows("fs.write", None, &[], false));
+        assert!(!g.allows("terminal.exec", None, &[], false));
+        assert!(!g.allows_exact_default("secret.bind:K"));
+        assert!(!child.grants().fingerprint().contains("within"));
+        assert_ne!(bounded.grants().fingerprint(), child.grants().fingerprint());
+        assert_ne!(bounded.fingerprint(), child.fingerprint());
+        // A grandchild stays under every ancestor.
+        let mut top = input(&["read_file"]);
+        top.grants = grants(&["fs.read"]);
+        let top = ResolvedCatalog::build(&top);
+        let grandchild = child.bounded_by(&bounded.clone()).bounded_by(&top);
+        assert!(grandchild.resolve("write_file").is_none());
+        assert!(!grandchild.grants().allows("fs.write", None, &[], false));
+        assert!(grandchild.grants().allows("fs.read", None, &[], false));
     }
 }

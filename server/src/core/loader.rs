@@ -234,6 +234,9 @@ pub struct LoadedCore {
     /// The skill root relative to the core (`slots.skills`, default
     /// `<surface_root>/skills`); `skill_manage` writes only under it.
     pub skills_root: String,
+    /// The schedules root relative to the core (`slots.schedules`, default
+    /// `<surface_root>/schedules`); not read by the loader.
+    pub schedules_root: String,
     /// SOUL text (`slots.soul`, then `<surface_root>/SOUL.md`, trimmed,
     /// joined by a blank line); `None` when there is none.
     pub soul: Option<String>,
@@ -330,9 +333,10 @@ pub fn load_core(
         None => format!("{surface}/skills"),
     };
     let skills = list_skills(&cx, &skills_root)?;
-    if let Some(root) = manifest.slots.schedules.as_deref() {
-        cx.configured_root(root, "slots.schedules")?;
-    }
+    let schedules_root = match manifest.slots.schedules.as_deref() {
+        Some(root) => cx.configured_root(root, "slots.schedules")?,
+        None => format!("{surface}/schedules"),
+    };
 
     let fingerprint = cx.fingerprint(core_id, &skills);
     Ok(LoadedCore {
@@ -346,6 +350,7 @@ pub fn load_core(
         mcp_manifests,
         skills,
         skills_root: skills_root.trim_end_matches('/').to_owned(),
+        schedules_root: schedules_root.trim_end_matches('/').to_owned(),
         soul,
         pipelines,
         slots,

@@ -51,6 +51,7 @@ pub mod path;
 pub mod repository;
 pub mod rollback;
 pub mod runs;
+pub mod schedule_file;
 pub mod seed;
 
 pub use loader::{

@@ -44,6 +44,11 @@ pub struct CoreView {
     pub mcp: Vec<crate::mcp::Declared>,
     /// The bootstrap/input/output pipeline, resolved once per revision.
     pub pipeline: Arc<crate::slots::Pipeline>,
+    /// The schedules folder relative to the core folder.
+    pub schedules_root: String,
+    /// The schedule files of this revision, read once with it (a file that
+    /// does not parse is kept with its reason: listed, never run).
+    pub schedules: Arc<super::schedule_file::Parsed>,
     /// Slot ids of the input and output pipelines (serial, then parallel).
     pub input_slots: Vec<String>,
     pub output_slots: Vec<String>,
@@ -253,6 +258,40 @@ impl CoreRepository {
     }
 }
 
+/// Schedule files read per revision at most.
+const MAX_SCHEDULE_FILES: usize = 500;
+
+/// The schedule files of a schedules folder (regular files only, never
+/// through a link; a missing folder has none).
+fn read_schedules(dir: &Path) -> super::schedule_file::Parsed {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Default::default();
+    };
+    let mut files: Vec<(String, String)> = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !kind.is_file() || super::schedule_file::id_of(&name).is_none() {
+            continue;
+        }
+        if files.len() >= MAX_SCHEDULE_FILES {
+            tracing::warn!(dir = %dir.display(), "more schedule files than read; the rest are ignored");
+            break;
+        }
+        // One byte past the limit is enough for the parser to refuse it.
+        let mut bytes = Vec::new();
+        let limit = super::schedule_file::MAX_FILE_BYTES as u64 + 1;
+        if let Ok(f) = std::fs::File::open(entry.path()) {
+            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(f, limit), &mut bytes);
+        }
+        files.push((name, String::from_utf8_lossy(&bytes).into_owned()));
+    }
+    files.sort();
+    super::schedule_file::parse_folder(files.iter().map(|(n, t)| (n.as_str(), t.as_str())))
+}
+
 /// The manifest's mtime: a cheap stat that notices an edit of `agent.yaml`
 /// made outside the API (API writes invalidate the cache themselves).
 fn revision(core_dir: &Path) -> String {
@@ -403,6 +442,8 @@ fn build_view(
             core_dir,
             &crate::slots::run::native_of,
         )),
+        schedules: Arc::new(read_schedules(&core_dir.join(&core.schedules_root))),
+        schedules_root: core.schedules_root.clone(),
         input_slots: [&core.pipelines.input.serial, &core.pipelines.input.parallel]
             .into_iter()
             .flatten()
@@ -424,4 +465,45 @@ fn build_view(
         dir: core_dir.to_path_buf(),
         skills_root: core.skills_root.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_revisions_schedule_files_are_read_once_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("schedules");
+        assert!(read_schedules(&root).is_empty(), "no folder, no schedules");
+        std::fs::create_dir_all(root.join("sub.yaml")).unwrap();
+        std::fs::write(
+            root.join("daily.yaml"),
+            "schedule: '0 9 * * *'\nprompt: p\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("bad.yml"), "schedule: nope\nprompt: p\n").unwrap();
+        std::fs::write(root.join("notes.md"), "not a schedule").unwrap();
+        let big = format!(
+            "schedule: '0 9 * * *'\nprompt: p\n#{}\n",
+            "x".repeat(schedule_file_max())
+        );
+        std::fs::write(root.join("big.yaml"), big).unwrap();
+        let parsed = read_schedules(&root);
+        assert_eq!(
+            parsed.keys().collect::<Vec<_>>(),
+            ["bad", "big", "daily"],
+            "folders and other files are skipped"
+        );
+        assert!(parsed["daily"].is_ok());
+        assert!(parsed["bad"].is_err());
+        assert_eq!(
+            parsed["big"].as_ref().unwrap_err(),
+            &super::super::schedule_file::ScheduleFileError::TooLarge
+        );
+    }
+
+    fn schedule_file_max() -> usize {
+        super::super::schedule_file::MAX_FILE_BYTES
+    }
 }

@@ -41,6 +41,10 @@ pub const SECRET_BIND_PREFIX: &str = "secret.bind:";
 pub struct CapabilityGrants {
     defaults: BTreeSet<String>,
     slots: BTreeMap<String, BTreeSet<String>>,
+    /// A child agent's bound: the default grants of every delegating core
+    /// above it. A capability is granted only when each of these grants it
+    /// too (the intersection), whatever this core grants itself.
+    ceilings: Vec<BTreeSet<String>>,
 }
 
 impl CapabilityGrants {
@@ -60,7 +64,23 @@ impl CapabilityGrants {
         Self {
             defaults: defaults.into_iter().collect(),
             slots: by_path,
+            ceilings: Vec::new(),
         }
+    }
+
+    /// These grants as a child agent of a core with `parent` grants gets
+    /// them: the intersection. Only the parent's core-wide grants (and its
+    /// own ceilings) bound the child; the parent's path-scoped grants belong
+    /// to its own authored tools and never reach another core's.
+    pub fn within(&self, parent: &CapabilityGrants) -> Self {
+        let mut out = self.clone();
+        out.ceilings.push(parent.defaults.clone());
+        out.ceilings.extend(parent.ceilings.iter().cloned());
+        out
+    }
+
+    fn under_ceilings(&self, cap: &str) -> bool {
+        self.ceilings.iter().all(|c| any_matches(c.iter(), cap))
     }
 
     /// The core-wide default keys, sorted.
@@ -92,6 +112,16 @@ impl CapabilityGrants {
         component: &[String],
         include_component: bool,
     ) -> bool {
+        self.under_ceilings(cap) && self.allows_here(cap, slot_path, component, include_component)
+    }
+
+    fn allows_here(
+        &self,
+        cap: &str,
+        slot_path: Option<&str>,
+        component: &[String],
+        include_component: bool,
+    ) -> bool {
         if let Some(path) = slot_path.filter(|p| !p.is_empty()) {
             if let Some(keys) = self.slots.get(path) {
                 if any_matches(keys.iter(), cap) {
@@ -110,7 +140,10 @@ impl CapabilityGrants {
     /// list can satisfy it, and a capability containing `*` is never granted
     /// (so `secret.bind:*` in the defaults grants nothing).
     pub fn allows_exact_default(&self, cap: &str) -> bool {
-        !cap.is_empty() && !cap.contains('*') && self.defaults.contains(cap)
+        !cap.is_empty()
+            && !cap.contains('*')
+            && self.defaults.contains(cap)
+            && self.ceilings.iter().all(|c| c.contains(cap))
     }
 
     /// A stable, order-independent canonical text of the grants, for approval
@@ -129,6 +162,12 @@ impl CapabilityGrants {
             out.push('[');
             push_set(&mut out, keys);
             out.push(']');
+        }
+        if !self.ceilings.is_empty() {
+            out.push_str(";within=");
+            for c in &self.ceilings {
+                push_set(&mut out, c);
+            }
         }
         out
     }

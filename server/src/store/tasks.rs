@@ -298,6 +298,61 @@ impl Store {
         Ok(res.rows_affected() == 1)
     }
 
+    /// `yield_until`'s return in one statement: if the caller's task has a
+    /// status a wait returns on, consume its completion (unless already
+    /// delivered or consumed) and return the row; `None` when it has not
+    /// settled (or is not the caller's).
+    pub async fn settle_task_wait(
+        &self,
+        tenant: &TenantId,
+        principal: &PrincipalId,
+        id: &str,
+    ) -> Result<Option<TaskRow>, sqlx::Error> {
+        let settled: Vec<String> = TaskStatus::ALL
+            .iter()
+            .filter(|s| s.settles_wait())
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
+        let consumable: Vec<String> = [
+            Completion::Wanted,
+            Completion::Pending,
+            Completion::Delivering,
+        ]
+        .iter()
+        .map(|c| format!("'{}'", c.as_str()))
+        .collect();
+        let sql = format!(
+            "UPDATE tasks SET completion = CASE WHEN completion IN ({}) THEN '{}' \
+             ELSE completion END \
+             WHERE id = $1 AND tenant_id = $2 AND principal_id = $3 AND status IN ({}) \
+             RETURNING {COLUMNS}",
+            consumable.join(", "),
+            Completion::Consumed.as_str(),
+            settled.join(", "),
+        );
+        let _gate = self.write_gate().await;
+        let query = sqlx::query(AssertSqlSafe(sql))
+            .bind(id)
+            .bind(tenant.as_str())
+            .bind(principal.as_str());
+        let row = if self.backend() == Backend::Postgres {
+            // The waiter should not wait for a WAL flush: a crash in the
+            // next fraction of a second can at worst lose this consume
+            // (the task's end itself was committed synchronously), and
+            // then the completion turn runs after all.
+            let mut tx = self.pool().begin().await?;
+            sqlx::query("SET LOCAL synchronous_commit TO OFF")
+                .execute(&mut *tx)
+                .await?;
+            let row = query.fetch_optional(&mut *tx).await?;
+            tx.commit().await?;
+            row
+        } else {
+            query.fetch_optional(self.pool()).await?
+        };
+        row.as_ref().map(decode).transpose()
+    }
+
     /// Tasks whose completion turn is owed, oldest first.
     pub async fn pending_completions(&self, limit: u32) -> Result<Vec<TaskRow>, sqlx::Error> {
         let rows = sqlx::query(AssertSqlSafe(format!(

@@ -4,8 +4,12 @@
 //! A child runs as a background task of kind `agent.spawn` in a child
 //! session of the same principal (so its approvals go to the same humans),
 //! on the child core, with tools only narrowed: the `tools` request picks
-//! from the child core's catalog, and a child never sees a tool whose
-//! capability the delegating core does not grant. Its lineage (parent
+//! from the child core's catalog, and a child never exceeds any delegating
+//! core above it ([`crate::catalog::ResolvedCatalog::bounded_by`]): its
+//! capabilities are the intersection with their grants, and its approval
+//! policies are at least as strict as theirs. Its approval requests are
+//! mirrored to the streams of the sessions above it (`child_session_id`),
+//! where whoever watches the parent can decide them. Its lineage (parent
 //! session, depth, the deepest delegation it may reach, its tool list) is
 //! stored with the child session before its first turn, so every later turn
 //! of that session (completions included) keeps the same limits.
@@ -50,6 +54,12 @@ pub struct Delegation {
     /// The evolve run (of `parent_core`) whose worktree is this session's
     /// workspace: the evolver child of `evolve_core start`.
     pub workspace_run: Option<String>,
+    /// The sessions above this one, the parent first: approvals asked here
+    /// are mirrored to their streams.
+    pub ancestor_sessions: Vec<SessionId>,
+    /// The cores of every delegating session above, the parent's first:
+    /// each one bounds this session's capabilities and approval policies.
+    pub ancestor_cores: Vec<String>,
 }
 
 impl Delegation {
@@ -72,6 +82,8 @@ impl Default for Delegation {
             tools: None,
             parent_core: None,
             workspace_run: None,
+            ancestor_sessions: Vec::new(),
+            ancestor_cores: Vec::new(),
         }
     }
 }
@@ -113,13 +125,14 @@ pub struct ChildEnd {
 
 /// The turn service's side of child agents; set once at start-up.
 pub trait ChildRunner: Send + Sync {
-    /// The child core as a child of `parent_core` sees it; `Err` names why
-    /// it cannot be used (unknown core, …).
+    /// The child core as a child of the cores `above` (the delegating
+    /// core first, then the cores above it) sees it; `Err` names why it
+    /// cannot be used (unknown core, …).
     fn child_core(
         &self,
         scope: PrincipalScope,
         core: String,
-        parent_core: String,
+        above: Vec<String>,
     ) -> BoxFuture<'static, Result<ChildCore, String>>;
 
     /// The parent's recent transcript for a `fork` child (bounded).

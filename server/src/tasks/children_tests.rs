@@ -104,7 +104,7 @@ fn depth_is_bounded_by_the_call_the_caller_and_the_hard_cap() {
         max_depth: 2,
         tools: None,
         parent_core: Some("a".into()),
-        workspace_run: None,
+        ..Default::default()
     };
     // A child cannot raise the limit it was created with.
     assert_eq!(effective_max_depth(Some(3), &child), 2);

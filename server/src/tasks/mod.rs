@@ -17,8 +17,11 @@
 //! - A cancel received anywhere flags the row and signals the owner
 //!   ([`signals`]); the owner cancels the job's token, which ends the
 //!   process tree. A cancel by the owner consumes the completion.
-//! - [`Tasks::wait`] (`yield_until`) wakes on the end signal, never polls;
-//!   returning a terminal or blocked status consumes the completion.
+//! - [`Tasks::wait`] (`yield_until`) parks on the task's end ([`parked`])
+//!   and is woken by the end signal (local, or a peer's notification),
+//!   never polls; returning a terminal or blocked status consumes the
+//!   completion. The end is signalled as soon as the terminal state is
+//!   durable, before the `task.updated` event is appended.
 //! - A task that ends with its completion wanted and not consumed gets one
 //!   completion turn in its session ([`CompletionSink`]), claimed with a
 //!   conditional update so exactly one instance starts it; while the
@@ -32,6 +35,7 @@
 //! [`SecretRedactor`] views foreground results get) pass the redactor first.
 
 pub mod children;
+pub mod parked;
 pub mod schedule_spec;
 pub mod schedules;
 pub mod signals;
@@ -699,8 +703,9 @@ impl Tasks {
             let seen = known.lock().unwrap_or_else(|p| p.into_inner()).clone();
             let (status, result) = redacted_outcome(&seen, outcome);
             let summary = final_summary(&summary, &result);
-            // The terminal state is durable before anyone is told.
-            match this
+            // The terminal state is durable before anyone is told; waiters
+            // are woken first (they re-read the row), the stream follows.
+            let recorded = this
                 .inner
                 .store
                 .finish_task(
@@ -710,15 +715,15 @@ impl Tasks {
                     &result.to_string(),
                     Some(&summary),
                 )
-                .await
-            {
+                .await;
+            this.inner.signals.send(Signal::Ended(id.clone())).await;
+            match recorded {
                 Ok(true) => this.updated(session, &id, &kind, status, &summary).await,
                 Ok(false) => {}
                 Err(e) => {
                     tracing::error!(error = %e, task = %id, "could not record the task's end")
                 }
             }
-            this.inner.signals.send(Signal::Ended(id.clone())).await;
             this.inner.wake.notify_one();
             this.deliver_completion(&id).await;
         });
@@ -921,27 +926,24 @@ impl Tasks {
             return self.get(scope, id).await;
         }
         // Running (or claimed just now): its owner ends the work.
-        let mut ended = inner.signals.ended();
+        let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+        let mut ticket = inner.signals.parked().park(id);
         inner.store.request_task_cancel(id).await?;
         inner.signals.send(Signal::CancelTask(id.to_owned())).await;
-        let _ = tokio::time::timeout(CANCEL_WAIT, async {
-            loop {
-                match ended.recv().await {
-                    Ok(done) if &*done == id => return,
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => {
-                        if let Ok(r) = self.get(scope, id).await {
-                            if !r.status.is_active() {
-                                return;
-                            }
-                        }
-                    }
-                    Err(RecvError::Closed) => return,
-                }
+        loop {
+            if tokio::time::timeout_at(deadline, ticket.woken())
+                .await
+                .is_err()
+            {
+                return self.get(scope, id).await;
             }
-        })
-        .await;
-        self.get(scope, id).await
+            // Park again before reading: a wake-everyone is not the end.
+            ticket = inner.signals.parked().park(id);
+            let row = self.get(scope, id).await?;
+            if !row.status.is_active() {
+                return Ok(row);
+            }
+        }
     }
 
     /// Wait up to `timeout` for the task to reach a terminal or blocked
@@ -954,8 +956,8 @@ impl Tasks {
         timeout: Duration,
     ) -> Result<(TaskRow, bool)> {
         let inner = &self.inner;
-        // Subscribed before the first read: an end in between still wakes us.
-        let mut ended = inner.signals.ended();
+        // Parked before the first read: an end in between still wakes us.
+        let mut ticket = inner.signals.parked().park(id);
         let deadline = tokio::time::Instant::now() + timeout;
         let mut row = self.get(scope, id).await?;
         loop {
@@ -974,11 +976,20 @@ impl Tasks {
                     .await?;
                 return Ok((row, false));
             }
-            match tokio::time::timeout_at(deadline, ended.recv()).await {
-                Err(_) => return Ok((self.get(scope, id).await?, true)),
-                Ok(Ok(done)) if &*done != id => continue,
-                Ok(Ok(_)) | Ok(Err(RecvError::Lagged(_))) => {}
-                Ok(Err(RecvError::Closed)) => return Ok((self.get(scope, id).await?, true)),
+            if tokio::time::timeout_at(deadline, ticket.woken())
+                .await
+                .is_err()
+            {
+                return Ok((self.get(scope, id).await?, true));
+            }
+            ticket = inner.signals.parked().park(id);
+            // Woken: usually the end; read and consume in one statement.
+            if let Some(settled) = inner
+                .store
+                .settle_task_wait(scope.tenant(), scope.principal(), id)
+                .await?
+            {
+                return Ok((settled, false));
             }
             row = self.get(scope, id).await?;
         }

@@ -2,16 +2,18 @@
 //! task, cancel a turn. On one instance they are in-process broadcasts; on
 //! PostgreSQL they also travel as `NOTIFY demiurge_tasks` so the instance
 //! that runs the work hears a cancel sent to any other one, and a waiter in
-//! `yield_until` wakes when a task ends elsewhere. Notifications are a fast
+//! `yield_until` wakes when a task ends elsewhere. Ends wake only the
+//! waiters parked on that task ([`Parked`]). Notifications are a fast
 //! path only: cancel requests are also flagged on the row (the owner sees
-//! them when it renews its leases) and waiters re-read the row.
+//! them when it renews its leases), and when the listener reconnects every
+//! parked waiter is woken to re-read its row.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::PgListener;
 use tokio::sync::broadcast;
 
+use super::parked::Parked;
 use crate::store::Store;
 
 pub const CHANNEL: &str = "demiurge_tasks";
@@ -62,8 +64,8 @@ impl Signal {
 #[derive(Clone)]
 pub struct Signals {
     store: Store,
-    /// Ids of tasks that settled (for waiters).
-    ended: broadcast::Sender<Arc<str>>,
+    /// Waiters on tasks' ends.
+    parked: Parked,
     /// Cancel requests (for the owners of running work).
     incoming: broadcast::Sender<Signal>,
 }
@@ -72,15 +74,15 @@ impl Signals {
     pub fn new(store: Store) -> Self {
         Self {
             store,
-            ended: broadcast::channel(4096).0,
+            parked: Parked::default(),
             incoming: broadcast::channel(1024).0,
         }
     }
 
-    /// Settled task ids, from this instance and its peers. Subscribe before
-    /// reading the row, so an end in between is not missed.
-    pub fn ended(&self) -> broadcast::Receiver<Arc<str>> {
-        self.ended.subscribe()
+    /// Waiters on tasks' ends (from this instance and its peers). Park
+    /// before reading the row, so an end in between is not missed.
+    pub fn parked(&self) -> &Parked {
+        &self.parked
     }
 
     /// Cancel requests, from this instance and its peers.
@@ -90,7 +92,7 @@ impl Signals {
 
     fn deliver(&self, signal: Signal) {
         if let Signal::Ended(id) = &signal {
-            let _ = self.ended.send(Arc::from(id.as_str()));
+            self.parked.wake(id);
         }
         let _ = self.incoming.send(signal);
     }
@@ -108,19 +110,23 @@ impl Signals {
         loop {
             match PgListener::connect(&url).await {
                 Ok(mut listener) => match listener.listen(CHANNEL).await {
-                    Ok(()) => loop {
-                        match listener.recv().await {
-                            Ok(n) => {
-                                if let Some(signal) = Signal::parse(n.payload()) {
-                                    self.deliver(signal);
+                    Ok(()) => {
+                        // Ends may have gone unheard while disconnected.
+                        self.parked.wake_all();
+                        loop {
+                            match listener.recv().await {
+                                Ok(n) => {
+                                    if let Some(signal) = Signal::parse(n.payload()) {
+                                        self.deliver(signal);
+                                    }
+                                }
+                                Err(e) => {
+                                    tracing::warn!(error = %e, "task signal listener lost its connection");
+                                    break;
                                 }
                             }
-                            Err(e) => {
-                                tracing::warn!(error = %e, "task signal listener lost its connection");
-                                break;
-                            }
                         }
-                    },
+                    }
                     Err(e) => tracing::warn!(error = %e, "LISTEN demiurge_tasks failed"),
                 },
                 Err(e) => tracing::warn!(error = %e, "task signal listener cannot connect"),

@@ -371,7 +371,12 @@ async fn start_evolver(
     };
     let scope = ctx.scope.clone();
     let child = match runner
-        .child_core(scope.clone(), EVOLVER_CORE.into(), core.clone())
+        .child_core(scope.clone(), EVOLVER_CORE.into(), {
+            // Bounded by this core and everything above it, like any child.
+            let mut above = vec![core.clone()];
+            above.extend(ctx.delegation.ancestor_cores.iter().cloned());
+            above
+        })
         .await
     {
         Ok(c) => c,

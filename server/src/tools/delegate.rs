@@ -199,11 +199,12 @@ impl Tool for DelegateTask {
             return ToolOutcome::error(ToolStatus::Denied, denial);
         }
         let child = match runner
-            .child_core(
-                scope.clone(),
-                p.core.clone(),
-                env.catalog.core_id().to_owned(),
-            )
+            .child_core(scope.clone(), p.core.clone(), {
+                // The child is bounded by this core and everything above it.
+                let mut above = vec![env.catalog.core_id().to_owned()];
+                above.extend(ctx.delegation.ancestor_cores.iter().cloned());
+                above
+            })
             .await
         {
             Ok(c) => c,
@@ -492,7 +493,7 @@ mod tests {
             max_depth: 2,
             tools: None,
             parent_core: Some("core".into()),
-            workspace_run: None,
+            ..Default::default()
         };
         let e = plan::<DelegateTask>(&f, "delegate_task", json!({"goal": "g", "max_depth": 9}))
             .unwrap_err();

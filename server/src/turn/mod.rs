@@ -445,17 +445,16 @@ impl TurnService {
         let mut catalog = match &delegation {
             None => &core.resolved,
             Some(d) => {
-                let parent =
-                    match d.parent_core.as_deref().filter(|p| *p != core_id.as_str()) {
-                        None => None,
-                        Some(p) => Some(self.load_core(tenant, p).await.map_err(|error| {
-                            TurnEnd::Failed {
-                                reason: "core_load",
-                                error,
-                            }
-                        })?),
-                    };
-                narrowed = child_catalog(&core.resolved, d, parent.as_deref());
+                let mut above = Vec::with_capacity(d.ancestor_cores.len());
+                for p in &d.ancestor_cores {
+                    above.push(self.load_core(tenant, p).await.map_err(|error| {
+                        TurnEnd::Failed {
+                            reason: "core_load",
+                            error,
+                        }
+                    })?);
+                }
+                narrowed = child_catalog(&core.resolved, d, &above);
                 &narrowed
             }
         };
@@ -1209,26 +1208,18 @@ impl CompletionSink for TurnService {
     }
 }
 
-/// Whether the delegating core's grants allow what `entry` needs: a child
-/// never gets a tool whose capability its parent's core does not grant.
-fn parent_allows(parent: &ResolvedCatalog, entry: &crate::catalog::ResolvedEntry) -> bool {
-    entry
-        .capability
-        .as_deref()
-        .is_none_or(|cap| parent.grants().allows(cap, None, &[], false))
-}
-
-/// A child session's catalog: its core's, only the listed tools, only what
-/// the parent core grants.
+/// A child session's catalog: its core's, only the listed tools, bounded by
+/// every delegating core above it (grants intersected, policies at least as
+/// strict; [`ResolvedCatalog::bounded_by`]).
 fn child_catalog(
     own: &ResolvedCatalog,
     d: &Delegation,
-    parent: Option<&crate::core::repository::CoreView>,
+    above: &[std::sync::Arc<crate::core::repository::CoreView>],
 ) -> ResolvedCatalog {
-    own.narrowed(|e| {
-        d.tools.as_ref().is_none_or(|t| t.contains(&e.name))
-            && parent.is_none_or(|p| parent_allows(&p.resolved, e))
-    })
+    let narrowed = own.narrowed(|e| d.tools.as_ref().is_none_or(|t| t.contains(&e.name)));
+    above
+        .iter()
+        .fold(narrowed, |c, parent| c.bounded_by(&parent.resolved))
 }
 
 /// Child agents run as ordinary turns of their child session, as the
@@ -1238,7 +1229,7 @@ impl ChildRunner for TurnService {
         &self,
         scope: PrincipalScope,
         core: String,
-        parent_core: String,
+        above: Vec<String>,
     ) -> BoxFuture<'static, std::result::Result<ChildCore, String>> {
         let this = self.clone();
         Box::pin(async move {
@@ -1248,23 +1239,12 @@ impl ChildRunner for TurnService {
                 return Err(format!("unknown core {core:?} in this tenant"));
             }
             let view = this.load_core(tenant, &core).await?;
-            let parent = if parent_core == core {
-                None
-            } else {
-                Some(this.load_core(tenant, &parent_core).await?)
-            };
+            let mut bounded = view.resolved.clone();
+            for p in &above {
+                bounded = bounded.bounded_by(&this.load_core(tenant, p).await?.resolved);
+            }
             Ok(ChildCore {
-                tools: view
-                    .resolved
-                    .entries()
-                    .iter()
-                    .filter(|e| {
-                        parent
-                            .as_ref()
-                            .is_none_or(|p| parent_allows(&p.resolved, e))
-                    })
-                    .map(|e| e.name.clone())
-                    .collect(),
+                tools: bounded.entries().iter().map(|e| e.name.clone()).collect(),
                 input_slots: view.input_slots.clone(),
                 output_slots: view.output_slots.clone(),
             })

@@ -211,6 +211,11 @@ pub struct ApprovalRequested {
     /// RFC 3339, UTC; undecided by then is a deny.
     #[schema(format = DateTime)]
     pub expires_at: String,
+    /// Set on the copy in a parent session's stream: the child agent's
+    /// session that asked (decide it by `approval_id` as usual).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = Uuid)]
+    pub child_session_id: Option<String>,
 }
 
 /// An approval was settled (a human, a timeout, a cancellation or a restart).
@@ -226,6 +231,10 @@ pub struct ApprovalResolved {
     /// The principal who decided (absent when nobody did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<String>,
+    /// Set on the copy in a parent session's stream (see `approval.requested`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = Uuid)]
+    pub child_session_id: Option<String>,
 }
 
 /// The model asked the user a question.

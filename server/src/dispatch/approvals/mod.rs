@@ -287,25 +287,53 @@ impl Approvals {
                 expires_at,
             })
             .await?;
-        let choices = choices(req.session_cacheable);
+        let requested = events::ApprovalRequested {
+            approval_id: id.to_owned(),
+            tool: req.tool.clone(),
+            risk: req.risk,
+            rule: req.rule.clone(),
+            reason: req.reason.clone(),
+            preview: req.preview.clone(),
+            choices: choices(req.session_cacheable),
+            requires,
+            expires_at: crate::time::rfc3339(expires_at),
+            child_session_id: None,
+        };
         self.events
             .append(
                 a.session_id,
                 Some(a.turn_id),
-                EventPayload::ApprovalRequested(events::ApprovalRequested {
-                    approval_id: id.to_owned(),
-                    tool: req.tool.clone(),
-                    risk: req.risk,
-                    rule: req.rule.clone(),
-                    reason: req.reason.clone(),
-                    preview: req.preview.clone(),
-                    choices,
-                    requires,
-                    expires_at: crate::time::rfc3339(expires_at),
-                }),
+                EventPayload::ApprovalRequested(requested.clone()),
             )
             .await?;
+        // A child agent's request also reaches the streams above it, so the
+        // operator watching the parent can decide it.
+        for above in self.sessions_above(a.session_id).await {
+            let mirrored = events::ApprovalRequested {
+                child_session_id: Some(a.session_id.to_string()),
+                ..requested.clone()
+            };
+            if let Err(e) = self
+                .events
+                .append(above, None, EventPayload::ApprovalRequested(mirrored))
+                .await
+            {
+                tracing::warn!(error = %e, "could not mirror an approval to a parent session");
+            }
+        }
         Ok(())
+    }
+
+    /// The sessions above a child agent's session (none for a top-level one).
+    async fn sessions_above(&self, session: SessionId) -> Vec<SessionId> {
+        match self.store.lineage(session).await {
+            Ok(Some(d)) => d.ancestor_sessions,
+            Ok(None) => Vec::new(),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read a session's lineage");
+                Vec::new()
+            }
+        }
     }
 
     async fn wait(
@@ -378,15 +406,30 @@ impl Approvals {
         let Ok(Some(row)) = self.store.approval_brief(id).await else {
             return;
         };
-        let payload = EventPayload::ApprovalResolved(events::ApprovalResolved {
+        let resolved = events::ApprovalResolved {
             approval_id: id.to_owned(),
             decision,
             reason: reason.to_owned(),
             tool: row.2,
             decided_by: by.map(str::to_owned),
-        });
+            child_session_id: None,
+        };
+        let payload = EventPayload::ApprovalResolved(resolved.clone());
         if let Err(e) = self.events.append(row.0, Some(row.1), payload).await {
             tracing::error!(error = %e, "could not record approval.resolved");
+        }
+        for above in self.sessions_above(row.0).await {
+            let mirrored = events::ApprovalResolved {
+                child_session_id: Some(row.0.to_string()),
+                ..resolved.clone()
+            };
+            if let Err(e) = self
+                .events
+                .append(above, None, EventPayload::ApprovalResolved(mirrored))
+                .await
+            {
+                tracing::warn!(error = %e, "could not mirror an approval's end to a parent session");
+            }
         }
     }
 
@@ -460,6 +503,7 @@ impl Approvals {
                         reason: "expired".into(),
                         tool: r.tool.clone(),
                         decided_by: None,
+                        child_session_id: None,
                     }),
                 )
                 .await?;
