@@ -314,6 +314,8 @@ pub struct Config {
     pub terminal_network: bool,
     /// `--authored-timeout`: one authored tool call, at most.
     pub authored_timeout: Duration,
+    /// `--mcp-idle-timeout`: an MCP connection no turn or call used this long is closed.
+    pub mcp_idle_timeout: Duration,
     /// `--url-allow`: networks the URL policy would refuse that the operator allows.
     pub url_allow: Vec<ipnet::IpNet>,
     /// `--member-max-risk`: the approval policy of tenants that set none.
@@ -543,6 +545,16 @@ impl Config {
             stream_buffer: serve.stream_buffer,
             approval_timeout: parse_duration("--approval-timeout", &serve.approval_timeout)?,
             authored_timeout: parse_duration("--authored-timeout", &serve.authored_timeout)?,
+            mcp_idle_timeout: {
+                let idle = parse_duration("--mcp-idle-timeout", &serve.mcp_idle_timeout)?;
+                if idle < Duration::from_secs(1) {
+                    return Err(ConfigError(format!(
+                        "--mcp-idle-timeout {:?} is below 1s",
+                        serve.mcp_idle_timeout
+                    )));
+                }
+                idle
+            },
             clarify_timeout: parse_duration("--clarify-timeout", &serve.clarify_timeout)?,
             protection: ProtectionConfig::from_args(serve)?,
             auth: AuthConfig {
