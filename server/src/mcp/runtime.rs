@@ -155,6 +155,9 @@ pub struct Connection {
     serial: Option<tokio::sync::Mutex<()>>,
     /// Calls running now (an idle sweep never closes a busy connection).
     busy: AtomicUsize,
+    /// A call found the transport gone (the server died or closed its
+    /// pipes); rmcp's service may not have noticed yet.
+    broken: AtomicBool,
     /// The last call or turn that used it.
     last_used: Mutex<Instant>,
     stderr: Arc<Mutex<String>>,
@@ -280,13 +283,24 @@ impl Connection {
                 "MCP call timed out after {}s",
                 timeout.as_secs_f64()
             )),
-            Ok(Err(e)) => Err(self.redact(&format!("MCP call failed: {e}"))),
+            Ok(Err(e)) => {
+                if matches!(
+                    e,
+                    rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+                ) {
+                    self.broken.store(true, Ordering::SeqCst);
+                }
+                Err(self.redact(&format!("MCP call failed: {e}")))
+            }
             Ok(Ok(result)) => Ok(result),
         }
     }
 
     /// Whether the server's side is gone (crashed, closed its pipes).
     pub fn is_closed(&self) -> bool {
+        if self.broken.load(Ordering::SeqCst) {
+            return true;
+        }
         match self.service.try_lock() {
             Ok(guard) => guard.as_ref().is_none_or(|s| s.is_closed()),
             // Someone is using it: not known to be closed.
@@ -697,6 +711,7 @@ async fn start(launch: Launch) -> Result<Connection, String> {
             stale,
             serial: (!launch.parallel).then(|| tokio::sync::Mutex::new(())),
             busy: AtomicUsize::new(0),
+            broken: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             stderr,
             redactor,
