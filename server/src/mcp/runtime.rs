@@ -378,7 +378,8 @@ pub struct ConnectionInfo {
     /// The declaration's fingerprint.
     pub fingerprint: String,
     /// `connected`, `failed` (in the negative cache) or `unavailable`
-    /// (the last turn left it unconnected: not granted, denied …).
+    /// (the last turn left it unconnected: not granted, denied …; or it
+    /// was closed after `--mcp-idle-timeout`).
     pub state: &'static str,
     /// Redacted.
     pub last_error: Option<String>,
