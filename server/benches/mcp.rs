@@ -175,7 +175,9 @@ fn catalog_resolution() {
         cold.push(t.elapsed());
     }
     report(
-        &format!("mcp catalog resolution, {SERVERS} servers x {TOOLS} tools, rebuilt (after a change)"),
+        &format!(
+            "mcp catalog resolution, {SERVERS} servers x {TOOLS} tools, rebuilt (after a change)"
+        ),
         cold,
     );
 }

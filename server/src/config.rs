@@ -296,9 +296,7 @@ impl ProtectionConfig {
 pub fn parse_mcp_idle_timeout(s: &str) -> Result<Duration, ConfigError> {
     let idle = parse_duration("--mcp-idle-timeout", s)?;
     if idle < Duration::from_secs(1) {
-        return Err(ConfigError(format!(
-            "--mcp-idle-timeout {s:?} is below 1s"
-        )));
+        return Err(ConfigError(format!("--mcp-idle-timeout {s:?} is below 1s")));
     }
     Ok(idle)
 }
@@ -720,7 +718,10 @@ mod tests {
             parse_mcp_idle_timeout("15m").unwrap(),
             Duration::from_secs(900)
         );
-        assert_eq!(parse_mcp_idle_timeout("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(
+            parse_mcp_idle_timeout("1s").unwrap(),
+            Duration::from_secs(1)
+        );
         for bad in ["500ms", "0s", "soon"] {
             let e = parse_mcp_idle_timeout(bad).unwrap_err();
             assert!(e.0.contains("--mcp-idle-timeout"), "{e:?}");

@@ -855,7 +855,11 @@ async fn a_server_without_parallel_support_gets_one_call_at_a_time() {
     .await;
     let res = results(&evs);
     assert_eq!(res.len(), 2, "{res:?}\n{}", app.log());
-    assert!(res.iter().all(|(s, c)| s == "succeeded" && c.contains("max_active=0")), "{res:?}");
+    assert!(
+        res.iter()
+            .all(|(s, c)| s == "succeeded" && c.contains("max_active=0")),
+        "{res:?}"
+    );
     // Two sessions call `slow` at the same time on each server.
     for server in ["serial", "par"] {
         let step = calls(&[(&format!("{server}__slow"), json!({}))]);
@@ -940,7 +944,9 @@ async fn an_idle_connection_is_closed_after_the_idle_timeout_and_reconnected_lat
             &format!("command: {TIME}\nconnect_timeout_seconds: 60\napproval_policy: auto\n"),
         )],
     );
-    let (_, s) = app.post(&tok, "/v1/sessions", json!({"core": "idle"})).await;
+    let (_, s) = app
+        .post(&tok, "/v1/sessions", json!({"core": "idle"}))
+        .await;
     let sid = s["id"].as_str().unwrap().to_owned();
     let step = calls(&[("time__get_current_time", json!({"timezone": "UTC"}))]);
     let evs = run_script(&app, &tok, &sid, step.clone(), "allow_once").await;
@@ -1000,7 +1006,10 @@ async fn a_server_that_dies_during_a_call_fails_the_call_and_waits_out_the_negat
         .find(|c| c["server"] == "serial")
         .unwrap_or_else(|| panic!("{conns}"));
     assert_eq!(serial["state"], "failed", "{conns}");
-    assert!(serial["retry_in_seconds"].as_u64().unwrap() <= 30, "{conns}");
+    assert!(
+        serial["retry_in_seconds"].as_u64().unwrap() <= 30,
+        "{conns}"
+    );
     // The next turn does not offer its tools (nor start it again) while it
     // is in the negative cache; the peer's stay.
     let evs = run_script(
@@ -1013,6 +1022,10 @@ async fn a_server_that_dies_during_a_call_fails_the_call_and_waits_out_the_negat
     .await;
     assert_eq!(results(&evs)[0].0, "not_found", "{:?}", results(&evs));
     let listing = servers(&app, &tok, &sid).await;
-    assert_eq!(server(&listing, "serial")["state"], "unavailable", "{listing}");
+    assert_eq!(
+        server(&listing, "serial")["state"],
+        "unavailable",
+        "{listing}"
+    );
     assert_eq!(server(&listing, "par")["state"], "connected", "{listing}");
 }

@@ -16,9 +16,9 @@ use super::Dispatcher;
 use crate::catalog::{McpOffer, McpTarget, ResolvedCatalog};
 use crate::exec::sandbox;
 use crate::home::HomeLayout;
+use crate::mcp::extend::Stamp;
 use crate::mcp::http::PinnedHttp;
 use crate::mcp::manifest::{ServerManifest, Transport};
-use crate::mcp::extend::Stamp;
 use crate::mcp::runtime::{
     ConnKey, Connection, Endpoint, HttpLaunch, Launch, PreparedTool, StdioLaunch,
 };
@@ -217,8 +217,7 @@ impl Dispatcher {
 
     /// Close idle MCP connections (`--mcp-idle-timeout`) until `stop`.
     pub fn start_mcp_sweeper(&self, stop: tokio_util::sync::CancellationToken) {
-        self.mcp
-            .start_sweeper(self.walls.mcp_idle_timeout, stop);
+        self.mcp.start_sweeper(self.walls.mcp_idle_timeout, stop);
     }
 
     /// The tenant's MCP connections, for its operators.
@@ -593,7 +592,13 @@ mod tests {
             assert!(!shown.contains(secret), "{secret} in {shown}");
         }
         // Names and harmless options stay readable.
-        for seen in ["SRV_TOKEN", "MODE", "--api-key", "--region=eu", "/usr/bin/srv"] {
+        for seen in [
+            "SRV_TOKEN",
+            "MODE",
+            "--api-key",
+            "--region=eu",
+            "/usr/bin/srv",
+        ] {
             assert!(shown.contains(seen), "{seen} missing from {shown}");
         }
         let raw: serde_yaml_ng::Value = serde_yaml_ng::from_str(
