@@ -252,6 +252,10 @@ pub struct ServeArgs {
     /// Longest an authored tool call may run before its runner is killed (`timed_out`).
     #[arg(long, env = "DEMIURGE_AUTHORED_TIMEOUT", default_value = "60s")]
     pub authored_timeout: String,
+    /// Close an MCP server connection that no turn or call used this long
+    /// (the next turn reconnects it).
+    #[arg(long, env = "DEMIURGE_MCP_IDLE_TIMEOUT", default_value = "15m")]
+    pub mcp_idle_timeout: String,
     /// CPU seconds per child process (`RLIMIT_CPU`).
     #[arg(long, env = "DEMIURGE_SANDBOX_CPU_SECONDS", default_value_t = 3600)]
     pub sandbox_cpu_seconds: u64,

@@ -291,6 +291,16 @@ impl ProtectionConfig {
     }
 }
 
+/// `--mcp-idle-timeout`: at least a second (the sweeper runs a quarter of
+/// it apart, at least every 100 ms).
+pub fn parse_mcp_idle_timeout(s: &str) -> Result<Duration, ConfigError> {
+    let idle = parse_duration("--mcp-idle-timeout", s)?;
+    if idle < Duration::from_secs(1) {
+        return Err(ConfigError(format!("--mcp-idle-timeout {s:?} is below 1s")));
+    }
+    Ok(idle)
+}
+
 /// Everything `serve` needs.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -314,6 +324,8 @@ pub struct Config {
     pub terminal_network: bool,
     /// `--authored-timeout`: one authored tool call, at most.
     pub authored_timeout: Duration,
+    /// `--mcp-idle-timeout`: an MCP connection no turn or call used this long is closed.
+    pub mcp_idle_timeout: Duration,
     /// `--url-allow`: networks the URL policy would refuse that the operator allows.
     pub url_allow: Vec<ipnet::IpNet>,
     /// `--member-max-risk`: the approval policy of tenants that set none.
@@ -543,6 +555,7 @@ impl Config {
             stream_buffer: serve.stream_buffer,
             approval_timeout: parse_duration("--approval-timeout", &serve.approval_timeout)?,
             authored_timeout: parse_duration("--authored-timeout", &serve.authored_timeout)?,
+            mcp_idle_timeout: parse_mcp_idle_timeout(&serve.mcp_idle_timeout)?,
             clarify_timeout: parse_duration("--clarify-timeout", &serve.clarify_timeout)?,
             protection: ProtectionConfig::from_args(serve)?,
             auth: AuthConfig {
@@ -697,6 +710,31 @@ mod tests {
             let e = parse_url_allow(&[bad.into()]).unwrap_err();
             assert!(e.0.contains(bad), "{e:?}");
         }
+    }
+
+    #[test]
+    fn mcp_idle_timeout_is_a_duration_of_a_second_or_more() {
+        assert_eq!(
+            parse_mcp_idle_timeout("15m").unwrap(),
+            Duration::from_secs(900)
+        );
+        assert_eq!(
+            parse_mcp_idle_timeout("1s").unwrap(),
+            Duration::from_secs(1)
+        );
+        for bad in ["500ms", "0s", "soon"] {
+            let e = parse_mcp_idle_timeout(bad).unwrap_err();
+            assert!(e.0.contains("--mcp-idle-timeout"), "{e:?}");
+        }
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from(["demiurge", "serve"]).unwrap();
+        let crate::cli::Command::Serve(serve) = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(
+            parse_mcp_idle_timeout(&serve.mcp_idle_timeout).unwrap(),
+            crate::mcp::runtime::DEFAULT_IDLE_TIMEOUT
+        );
     }
 
     #[test]

@@ -298,6 +298,7 @@ impl Application {
             .await
             .context("start chat channel delivery")?;
         app.dispatcher.tasks.start_pool(app.shutdown.clone());
+        app.dispatcher.start_mcp_sweeper(app.shutdown.clone());
         app.dispatcher.tasks.schedules().start(app.shutdown.clone());
         app.turns.follow_cancels(app.shutdown.clone());
         // Orphans of tenants' commands are reaped here, not left to init.
@@ -405,6 +406,7 @@ fn build_walls(
         quota,
         authored: Arc::new(crate::authored::Runners::new()),
         authored_timeout: config.authored_timeout,
+        mcp_idle_timeout: config.mcp_idle_timeout,
         outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
             allow: config.url_allow.clone(),
             ..Default::default()

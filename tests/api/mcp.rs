@@ -305,7 +305,9 @@ async fn a_hanging_and_a_crashing_server_are_closed_with_a_diagnostic_while_othe
             ),
             (
                 "agent/mcp/crash.yaml",
-                &format!("command: /bin/sh\nargs: [\"-c\", \"echo crash-diagnostic $CRASH_TOKEN >&2; exit 3\"]\nenv:\n  CRASH_TOKEN: {SECRET}\nconnect_timeout_seconds: 10\n"),
+                // The env value also appears as an argument ($0 of the
+                // script): the connect approval must not show it.
+                &format!("command: /bin/sh\nargs: [\"-c\", \"echo crash-diagnostic $CRASH_TOKEN >&2; exit 3\", \"{SECRET}\"]\nenv:\n  CRASH_TOKEN: {SECRET}\nconnect_timeout_seconds: 10\n"),
             ),
         ],
     );
@@ -328,6 +330,14 @@ async fn a_hanging_and_a_crashing_server_are_closed_with_a_diagnostic_while_othe
     let res = results(&evs);
     assert_eq!(res.len(), 1, "{res:?}\n{}", app.log());
     assert_eq!(res[0].0, "succeeded", "{res:?}");
+    let asked = evs
+        .iter()
+        .find(|e| e["type"] == "approval.requested" && e["data"]["tool"] == "mcp:crash")
+        .expect("the crashing server's connect approval");
+    let preview = asked.to_string();
+    assert!(preview.contains("CRASH_TOKEN"), "{preview}");
+    assert!(!preview.contains(SECRET), "{preview}");
+    assert!(!serde_json::to_string(&evs).unwrap().contains(SECRET));
     let listing = servers(&app, &tok, &sid).await;
     assert_eq!(server(&listing, "time")["state"], "connected");
     let hang = server(&listing, "hang");
@@ -739,4 +749,283 @@ async fn a_call_needs_mcp_call_even_when_the_connection_is_allowed() {
     assert_eq!(asked, ["mcp:time"]);
     let listing = servers(&app, &tok, &sid).await;
     assert_eq!(server(&listing, "time")["state"], "connected", "{listing}");
+}
+
+// ---------------------------------------------------------------------------
+// A tiny stdio MCP server (threads: it can take calls in parallel) that
+// records how many calls ran at once and can announce a new tool with
+// `notifications/tools/list_changed`.
+
+const DYN: &str = r#"import json, os, sys, threading
+lock = threading.Lock()
+out = threading.Lock()
+both = threading.Event()
+state = {"active": 0, "max": 0, "extra": False}
+def send(msg):
+    with out:
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
+def text(id, t):
+    send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": t}]}})
+def tools():
+    names = ["slow", "max_active", "add_tool", "die"] + (["extra"] if state["extra"] else [])
+    return [{"name": n, "description": n, "inputSchema": {"type": "object"}} for n in names]
+def call(msg):
+    name, id = msg["params"]["name"], msg["id"]
+    if name == "slow":
+        with lock:
+            state["active"] += 1
+            state["max"] = max(state["max"], state["active"])
+            if state["active"] >= 2:
+                both.set()
+        # Waits for a second call to overlap; alone, gives up.
+        both.wait(timeout=2)
+        with lock:
+            state["active"] -= 1
+        text(id, "slept")
+    elif name == "max_active":
+        text(id, "max_active=%d" % state["max"])
+    elif name == "add_tool":
+        state["extra"] = True
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        text(id, "added")
+    elif name == "extra":
+        text(id, "extra called")
+    elif name == "die":
+        print("dyn: dying on purpose", file=sys.stderr, flush=True)
+        os._exit(7)
+for line in sys.stdin:
+    msg = json.loads(line)
+    m = msg.get("method")
+    if m == "initialize":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {
+            "protocolVersion": msg["params"]["protocolVersion"],
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "dyn", "version": "1"}}})
+    elif m == "tools/list":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": tools()}})
+    elif m == "tools/call":
+        threading.Thread(target=call, args=(msg,)).start()
+    elif "id" in msg:
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+"#;
+
+fn write_dyn_core(app: &TestApp) {
+    write_mcp_core(
+        app,
+        "dyn",
+        &[
+            (
+                "agent/mcp/serial.yaml",
+                "command: /usr/bin/python3\nargs: [dyn.py]\napproval_policy: auto\n",
+            ),
+            (
+                "agent/mcp/par.yaml",
+                "command: /usr/bin/python3\nargs: [dyn.py]\napproval_policy: auto\nsupports_parallel_tool_calls: true\n",
+            ),
+        ],
+    );
+    let ws = app.home.join("tenants/default/workspaces/alice/default");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("dyn.py"), DYN).unwrap();
+}
+
+#[tokio::test]
+async fn a_server_without_parallel_support_gets_one_call_at_a_time() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    write_dyn_core(&app);
+    let mut sids = Vec::new();
+    for _ in 0..2 {
+        let (st, s) = app.post(&tok, "/v1/sessions", json!({"core": "dyn"})).await;
+        assert_eq!(st, 201, "{s}");
+        sids.push(s["id"].as_str().unwrap().to_owned());
+    }
+    // Connect both servers (one connection each for alice's two sessions).
+    let evs = run_script(
+        &app,
+        &tok,
+        &sids[0],
+        calls(&[
+            ("serial__max_active", json!({})),
+            ("par__max_active", json!({})),
+        ]),
+        "allow_session",
+    )
+    .await;
+    let res = results(&evs);
+    assert_eq!(res.len(), 2, "{res:?}\n{}", app.log());
+    assert!(
+        res.iter()
+            .all(|(s, c)| s == "succeeded" && c.contains("max_active=0")),
+        "{res:?}"
+    );
+    // Two sessions call `slow` at the same time on each server.
+    for server in ["serial", "par"] {
+        let step = calls(&[(&format!("{server}__slow"), json!({}))]);
+        let (a, b) = tokio::join!(
+            run_script(&app, &tok, &sids[0], step.clone(), "allow_session"),
+            run_script(&app, &tok, &sids[1], step.clone(), "allow_session"),
+        );
+        for evs in [a, b] {
+            assert_eq!(results(&evs)[0].0, "succeeded", "{:?}", results(&evs));
+        }
+    }
+    let evs = run_script(
+        &app,
+        &tok,
+        &sids[0],
+        calls(&[
+            ("serial__max_active", json!({})),
+            ("par__max_active", json!({})),
+        ]),
+        "allow_session",
+    )
+    .await;
+    let res = results(&evs);
+    // Never two at once on the serial server; the parallel one did overlap
+    // (so the server would have seen it).
+    assert!(res[0].1.contains("max_active=1"), "{res:?}");
+    assert!(res[1].1.contains("max_active=2"), "{res:?}");
+}
+
+#[tokio::test]
+async fn a_tools_list_changed_notification_updates_the_catalog_from_the_next_turn() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    write_dyn_core(&app);
+    let (_, s) = app.post(&tok, "/v1/sessions", json!({"core": "dyn"})).await;
+    let sid = s["id"].as_str().unwrap().to_owned();
+    let evs = run_script(
+        &app,
+        &tok,
+        &sid,
+        calls(&[("serial__add_tool", json!({}))]),
+        "allow_session",
+    )
+    .await;
+    assert_eq!(results(&evs)[0].0, "succeeded", "{:?}", results(&evs));
+    let listing = servers(&app, &tok, &sid).await;
+    assert!(!tool_names(&listing).contains(&"serial__extra".to_owned()));
+    assert_eq!(server(&listing, "serial")["tools"], 4, "{listing}");
+    // The next turn relists: the new tool is offered and callable.
+    let evs = run_script(
+        &app,
+        &tok,
+        &sid,
+        calls(&[("serial__extra", json!({}))]),
+        "allow_session",
+    )
+    .await;
+    let res = results(&evs);
+    assert_eq!(res[0].0, "succeeded", "{res:?}\n{}", app.log());
+    assert!(res[0].1.contains("extra called"), "{res:?}");
+    let listing = servers(&app, &tok, &sid).await;
+    assert!(tool_names(&listing).contains(&"serial__extra".to_owned()));
+    assert_eq!(server(&listing, "serial")["tools"], 5, "{listing}");
+    // The other server's list did not change.
+    assert!(!tool_names(&listing).contains(&"par__extra".to_owned()));
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed_after_the_idle_timeout_and_reconnected_later() {
+    let app = spawn_with(
+        Backend::Sqlite,
+        Opts::default().env("DEMIURGE_MCP_IDLE_TIMEOUT", "1s"),
+    )
+    .await;
+    let tok = app.token("default", "alice");
+    let olga = app.token_with("default", "olga", "operator", "1h");
+    write_mcp_core(
+        &app,
+        "idle",
+        &[(
+            "agent/mcp/time.yaml",
+            &format!("command: {TIME}\nconnect_timeout_seconds: 60\napproval_policy: auto\n"),
+        )],
+    );
+    let (_, s) = app
+        .post(&tok, "/v1/sessions", json!({"core": "idle"}))
+        .await;
+    let sid = s["id"].as_str().unwrap().to_owned();
+    let step = calls(&[("time__get_current_time", json!({"timezone": "UTC"}))]);
+    let evs = run_script(&app, &tok, &sid, step.clone(), "allow_once").await;
+    assert_eq!(results(&evs)[0].0, "succeeded", "{:?}", results(&evs));
+    let state = |conns: &Value| conns["items"][0]["state"].as_str().unwrap_or("").to_owned();
+    // The sweeper closes it once nothing used it for a second (polled: the
+    // sweep runs every quarter of the timeout).
+    let mut conns = Value::Null;
+    for _ in 0..150 {
+        conns = app.get(&olga, "/v1/mcp/connections").await.1;
+        if state(&conns) != "connected" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(state(&conns), "unavailable", "{conns}");
+    let why = conns["items"][0]["last_error"].as_str().unwrap();
+    assert!(why.contains("--mcp-idle-timeout"), "{why}");
+    assert_eq!(
+        server(&servers(&app, &tok, &sid).await, "time")["state"],
+        "unavailable"
+    );
+    // The next turn connects it again (a new connect approval).
+    let evs = run_script(&app, &tok, &sid, step, "allow_once").await;
+    assert!(evs
+        .iter()
+        .any(|e| e["type"] == "approval.requested" && e["data"]["tool"] == "mcp:time"));
+    assert_eq!(results(&evs)[0].0, "succeeded", "{:?}", results(&evs));
+}
+
+#[tokio::test]
+async fn a_server_that_dies_during_a_call_fails_the_call_and_waits_out_the_negative_cache() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    let olga = app.token_with("default", "olga", "operator", "1h");
+    write_dyn_core(&app);
+    let (_, s) = app.post(&tok, "/v1/sessions", json!({"core": "dyn"})).await;
+    let sid = s["id"].as_str().unwrap().to_owned();
+    let evs = run_script(
+        &app,
+        &tok,
+        &sid,
+        calls(&[("serial__die", json!({})), ("par__max_active", json!({}))]),
+        "allow_session",
+    )
+    .await;
+    let res = results(&evs);
+    assert_eq!(res.len(), 2, "{res:?}\n{}", app.log());
+    assert_eq!(res[0].0, "failed", "{res:?}");
+    // Its peer is unaffected.
+    assert_eq!(res[1].0, "succeeded", "{res:?}");
+    let (_, conns) = app.get(&olga, "/v1/mcp/connections").await;
+    let serial = conns["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["server"] == "serial")
+        .unwrap_or_else(|| panic!("{conns}"));
+    assert_eq!(serial["state"], "failed", "{conns}");
+    assert!(
+        serial["retry_in_seconds"].as_u64().unwrap() <= 30,
+        "{conns}"
+    );
+    // The next turn does not offer its tools (nor start it again) while it
+    // is in the negative cache; the peer's stay.
+    let evs = run_script(
+        &app,
+        &tok,
+        &sid,
+        calls(&[("serial__max_active", json!({}))]),
+        "allow_session",
+    )
+    .await;
+    assert_eq!(results(&evs)[0].0, "not_found", "{:?}", results(&evs));
+    let listing = servers(&app, &tok, &sid).await;
+    assert_eq!(
+        server(&listing, "serial")["state"],
+        "unavailable",
+        "{listing}"
+    );
+    assert_eq!(server(&listing, "par")["state"], "connected", "{listing}");
 }

@@ -6,6 +6,7 @@
 //! redaction with the server's env values).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -15,11 +16,15 @@ use super::Dispatcher;
 use crate::catalog::{McpOffer, McpTarget, ResolvedCatalog};
 use crate::exec::sandbox;
 use crate::home::HomeLayout;
+use crate::mcp::extend::Stamp;
 use crate::mcp::http::PinnedHttp;
 use crate::mcp::manifest::{ServerManifest, Transport};
-use crate::mcp::runtime::{ConnKey, Connection, Endpoint, HttpLaunch, Launch, StdioLaunch};
+use crate::mcp::runtime::{
+    ConnKey, Connection, Endpoint, HttpLaunch, Launch, PreparedTool, StdioLaunch,
+};
 use crate::mcp::{Declared, ServerState, ServerStatus};
 use crate::policy::approval_policy::ApprovalPolicy;
+use crate::redact::redactor::{SecretRedactor, View};
 use crate::tools::contract::{CallContext, Gate, ToolEnv, ToolOutcome, ToolStatus};
 
 /// A server this turn may connect, once approved.
@@ -32,23 +37,37 @@ struct Pending {
 impl Dispatcher {
     /// The turn's catalog: `catalog` plus the tools of every declared MCP
     /// server this turn may use. Connections are asked for (approval),
-    /// started and discovered here; `None` when the core declares none.
+    /// started and discovered here, and relisted when their server said its
+    /// tools changed; `None` when the core declares none. The extended
+    /// catalog is cached ([`crate::mcp::extend`]): a turn whose base catalog,
+    /// server states and connections are unchanged shares the last one.
     pub async fn mcp_catalog(
         &self,
         ctx: &CallContext,
         catalog: &ResolvedCatalog,
         declared: &[Declared],
-    ) -> Option<ResolvedCatalog> {
+    ) -> Option<Arc<ResolvedCatalog>> {
         let owner = self.conn_key(ctx, catalog, "", "");
+        let keys: Vec<ConnKey> = declared
+            .iter()
+            .map(|d| self.conn_key(ctx, catalog, &d.status.server, &d.status.fingerprint))
+            .collect();
         let keep: Vec<ConnKey> = declared
             .iter()
-            .filter(|d| d.manifest.as_ref().is_some_and(|m| m.enabled))
-            .map(|d| self.conn_key(ctx, catalog, &d.status.server, &d.status.fingerprint))
+            .zip(&keys)
+            .filter(|(d, _)| d.manifest.as_ref().is_some_and(|m| m.enabled))
+            .map(|(_, k)| k.clone())
             .collect();
         // A changed or removed declaration (or a new core revision) closes
         // the old connection; so does removing the last one.
         self.mcp.retain(&owner, &keep).await;
+        let owner_id = (
+            owner.tenant.as_str(),
+            owner.principal.as_str(),
+            owner.core.as_str(),
+        );
         if declared.is_empty() {
+            self.mcp.catalogs().forget(owner_id);
             return None;
         }
         let mut statuses: Vec<ServerStatus> = declared.iter().map(|d| d.status.clone()).collect();
@@ -59,7 +78,7 @@ impl Dispatcher {
             };
             let status = &mut statuses[index];
             let server = d.status.server.as_str();
-            let key = self.conn_key(ctx, catalog, server, &d.status.fingerprint);
+            let key = &keys[index];
             if !catalog
                 .grants()
                 .allows(&status.connect_capability, None, &[], false)
@@ -70,10 +89,24 @@ impl Dispatcher {
                 ));
                 continue;
             }
-            if self.mcp.live(&key).is_some() {
+            if let Some(conn) = self.mcp.live(key) {
+                // The server announced a new tool list: this turn sees it.
+                if conn.needs_relist() {
+                    let timeout = Duration::from_secs_f64(m.connect_timeout_seconds);
+                    match conn.relist(timeout).await {
+                        Ok(count) => tracing::debug!(server, count, "MCP tools relisted"),
+                        Err(why) => {
+                            tracing::warn!(server, error = %why, "MCP relist failed");
+                            if conn.is_closed() {
+                                self.mcp.drop_broken(key, &why).await;
+                                status.last_error = Some(why);
+                            }
+                        }
+                    }
+                }
                 continue;
             }
-            if let Some(why) = self.mcp.recently_failed(&key) {
+            if let Some(why) = self.mcp.recently_failed(key) {
                 status.last_error = Some(why);
                 continue;
             }
@@ -82,7 +115,11 @@ impl Dispatcher {
                 continue;
             }
             match self.launch(ctx, catalog, server, m).await {
-                Ok(launch) => pending.push(Pending { index, key, launch }),
+                Ok(launch) => pending.push(Pending {
+                    index,
+                    key: key.clone(),
+                    launch,
+                }),
                 Err(why) => status.last_error = Some(why),
             }
         }
@@ -97,28 +134,44 @@ impl Dispatcher {
                 statuses[index].last_error = Some(why);
             }
         }
-        let mut offers = Vec::new();
+        let mut live: Vec<Option<Arc<Connection>>> = Vec::with_capacity(declared.len());
         for (index, d) in declared.iter().enumerate() {
-            let Some(m) = d.manifest.as_ref() else {
-                continue;
-            };
-            let server = d.status.server.as_str();
-            let key = self.conn_key(ctx, catalog, server, &d.status.fingerprint);
-            let Some(conn) = self.mcp.live(&key) else {
-                if m.enabled {
-                    self.mcp.note(&key, statuses[index].last_error.as_deref());
+            let key = &keys[index];
+            let conn = d.manifest.as_ref().and_then(|_| self.mcp.live(key));
+            match &conn {
+                Some(conn) => {
+                    conn.touch();
+                    self.mcp.note(key, None);
+                    statuses[index].state = ServerState::Connected;
+                    statuses[index].last_error = None;
                 }
-                continue;
-            };
-            self.mcp.note(&key, None);
-            let status = &mut statuses[index];
-            status.state = ServerState::Connected;
-            status.last_error = None;
-            let before = offers.len();
-            offers.extend(offers_of(&conn, m, &key, server));
-            status.tools = Some(offers.len() - before);
+                None if d.manifest.as_ref().is_some_and(|m| m.enabled) => {
+                    self.mcp.note(key, statuses[index].last_error.as_deref());
+                }
+                None => {}
+            }
+            live.push(conn);
         }
-        Some(catalog.with_mcp(statuses, offers))
+        let stamp = Stamp {
+            base: catalog.fingerprint().to_owned(),
+            statuses,
+            connections: live.iter().map(|c| c.as_ref().map(|c| c.stamp())).collect(),
+        };
+        let statuses = stamp.statuses.clone();
+        let extended = self.mcp.catalogs().get_or_build(owner_id, stamp, || {
+            let mut statuses = statuses;
+            let mut offers = Vec::new();
+            for (index, d) in declared.iter().enumerate() {
+                let (Some(m), Some(conn)) = (d.manifest.as_ref(), live[index].as_ref()) else {
+                    continue;
+                };
+                let before = offers.len();
+                offers.extend(offers_of(&conn.tools(), m, &keys[index], &d.status.server));
+                statuses[index].tools = Some(offers.len() - before);
+            }
+            catalog.with_mcp(statuses, offers)
+        });
+        Some(extended)
     }
 
     /// The catalog `GET /v1/sessions/{id}/tools` shows: the connections this
@@ -156,10 +209,15 @@ impl Dispatcher {
             statuses[index].state = ServerState::Connected;
             statuses[index].last_error = None;
             let before = offers.len();
-            offers.extend(offers_of(&conn, m, &key, server));
+            offers.extend(offers_of(&conn.tools(), m, &key, server));
             statuses[index].tools = Some(offers.len() - before);
         }
         Some(catalog.with_mcp(statuses, offers))
+    }
+
+    /// Close idle MCP connections (`--mcp-idle-timeout`) until `stop`.
+    pub fn start_mcp_sweeper(&self, stop: tokio_util::sync::CancellationToken) {
+        self.mcp.start_sweeper(self.walls.mcp_idle_timeout, stop);
     }
 
     /// The tenant's MCP connections, for its operators.
@@ -207,23 +265,7 @@ impl Dispatcher {
                 status.connect_capability, status.fingerprint
             ),
             reason: format!("connect MCP server {server}"),
-            // Env and header values never reach the approver: names only.
-            preview: match m.transport {
-                Transport::Stdio => json!({
-                    "server": server,
-                    "transport": m.transport.as_str(),
-                    "command": m.command,
-                    "args": m.args,
-                    "cwd": m.cwd,
-                    "env": m.env.keys().collect::<Vec<_>>(),
-                }),
-                Transport::StreamableHttp => json!({
-                    "server": server,
-                    "transport": m.transport.as_str(),
-                    "endpoint": m.url.as_deref().map(safe_endpoint),
-                    "headers": m.headers.keys().collect::<Vec<_>>(),
-                }),
-            },
+            preview: connect_preview(server, m),
             session_cacheable: true,
         };
         let scope = ApprovalScope {
@@ -298,6 +340,7 @@ impl Dispatcher {
             connect_timeout,
             secrets,
             log,
+            parallel: m.supports_parallel_tool_calls,
         })
     }
 
@@ -436,13 +479,13 @@ impl Dispatcher {
 
 /// The offers of a connection's tools that the declaration's filter selects.
 fn offers_of<'a>(
-    conn: &'a Connection,
+    tools: &'a [PreparedTool],
     m: &'a ServerManifest,
     key: &'a ConnKey,
     server: &'a str,
 ) -> impl Iterator<Item = McpOffer> + 'a {
     let capability = m.call_capability(server);
-    conn.tools
+    tools
         .iter()
         .filter(|t| m.tools.selects(&t.name))
         .map(move |tool| McpOffer {
@@ -459,6 +502,35 @@ fn offers_of<'a>(
             capability: capability.clone(),
             approval_policy: m.approval_policy,
         })
+}
+
+/// What the connect approval shows: safe launch metadata. Env and header
+/// values never reach the approver (names only); an env or header value, a
+/// secret-bearing option (`--api-key X`, `--token=X`) or a known token shape
+/// in the command, args or cwd is redacted.
+pub fn connect_preview(server: &str, m: &ServerManifest) -> Value {
+    let preview = match m.transport {
+        Transport::Stdio => json!({
+            "server": server,
+            "transport": m.transport.as_str(),
+            "command": m.command,
+            "args": m.args,
+            "cwd": m.cwd,
+            "env": m.env.keys().collect::<Vec<_>>(),
+        }),
+        Transport::StreamableHttp => json!({
+            "server": server,
+            "transport": m.transport.as_str(),
+            "endpoint": m.url.as_deref().map(safe_endpoint),
+            "headers": m.headers.keys().collect::<Vec<_>>(),
+        }),
+    };
+    let mut redactor = SecretRedactor::new();
+    for (name, value) in m.env.iter().chain(m.headers.iter()) {
+        redactor.add_binding(name, value);
+    }
+    redactor.discover_json(&preview);
+    redactor.redact_json_for(&preview, View::Event)
 }
 
 /// What an approver sees of an endpoint: scheme, host, port and path;
@@ -501,7 +573,45 @@ pub fn resolve_cwd(workspace: &Path, cwd: Option<&str>) -> Result<PathBuf, Strin
 
 #[cfg(test)]
 mod tests {
-    use super::{resolve_cwd, safe_endpoint};
+    use super::{connect_preview, resolve_cwd, safe_endpoint};
+    use crate::mcp::manifest::ServerManifest;
+
+    #[test]
+    fn the_connect_preview_shows_no_secret_values() {
+        let raw: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+            "command: /usr/bin/srv\nargs: [--api-key, sk-arg-secret-1234567, --region=eu, --token=tok-secret-7654321, pass-env-secret-99887766]\nenv: {SRV_TOKEN: pass-env-secret-99887766, MODE: verbose-mode}\n",
+        )
+        .unwrap();
+        let m = ServerManifest::parse(&raw).unwrap();
+        let shown = connect_preview("srv", &m).to_string();
+        for secret in [
+            "sk-arg-secret-1234567",
+            "tok-secret-7654321",
+            "pass-env-secret-99887766",
+        ] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        // Names and harmless options stay readable.
+        for seen in [
+            "SRV_TOKEN",
+            "MODE",
+            "--api-key",
+            "--region=eu",
+            "/usr/bin/srv",
+        ] {
+            assert!(shown.contains(seen), "{seen} missing from {shown}");
+        }
+        let raw: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+            "transport: streamable_http\nurl: https://u:pw-in-url@example.com/mcp?key=q-secret\nheaders: {Authorization: Bearer hdr-secret-123456}\n",
+        )
+        .unwrap();
+        let m = ServerManifest::parse(&raw).unwrap();
+        let shown = connect_preview("web", &m).to_string();
+        for secret in ["pw-in-url", "q-secret", "hdr-secret-123456"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("https://example.com/mcp"), "{shown}");
+    }
 
     #[test]
     fn the_approver_sees_no_credentials_or_query() {

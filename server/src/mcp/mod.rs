@@ -11,6 +11,7 @@
 //! declaration that is not connected is reported `unavailable` with the
 //! reason, never dropped.
 
+pub mod extend;
 pub mod http;
 pub mod manifest;
 pub mod runtime;
@@ -39,7 +40,7 @@ pub enum ServerState {
 }
 
 /// What operators see of one declared server: never an env or header value.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ServerStatus {
     pub server: String,
     /// The core-relative file.

@@ -12,18 +12,26 @@
 //! when the connection closes. Every error is redacted with the manifest's
 //! env values before anyone sees it.
 //!
+//! A server that does not declare `supports_parallel_tool_calls` gets one
+//! call at a time on its connection. A `notifications/tools/list_changed`
+//! marks the connection stale: the next turn lists its tools again (a new
+//! tool generation, so the cached catalog of [`super::extend`] is rebuilt).
+//! A connection no call or turn used for the idle timeout
+//! (`--mcp-idle-timeout`) is closed by [`McpRuntime::sweep`].
+//!
 //! Who may connect (capability, approval) is decided by the dispatcher
 //! before [`McpRuntime::connect`] is called; this room only runs.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
@@ -31,6 +39,7 @@ use serde::Serialize;
 use tokio::io::AsyncReadExt;
 use tokio::sync::Semaphore;
 
+use super::extend::CatalogCache;
 use super::http::PinnedHttp;
 use crate::exec::sandbox::Confinement;
 use crate::policy::json_schema::ArgumentSchema;
@@ -42,6 +51,12 @@ pub const MAX_CONCURRENT_CONNECTS: usize = 4;
 pub const NEGATIVE_TTL: Duration = Duration::from_secs(30);
 /// Characters of a server's stderr kept in memory.
 pub const STDERR_WINDOW: usize = 12_000;
+/// `--mcp-idle-timeout` when the operator sets none.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Connection identities, host-wide: a new connection never reuses one, so a
+/// cached catalog that names a closed connection can never match again.
+static CONNECTION_IDS: AtomicU64 = AtomicU64::new(1);
 
 /// Identity of one connection: a change of any part is another connection.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -93,6 +108,25 @@ pub struct Launch {
     pub secrets: Vec<(String, String)>,
     /// The private log the stderr window is appended to on close.
     pub log: PathBuf,
+    /// `supports_parallel_tool_calls`: without it, one call at a time.
+    pub parallel: bool,
+}
+
+/// The client side's handler: it only notes that the server's tool list
+/// changed (the relist happens on the next turn, outside rmcp's loop).
+#[derive(Clone, Default)]
+pub struct Notices {
+    stale: Arc<AtomicBool>,
+}
+
+impl rmcp::ClientHandler for Notices {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.stale.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
 }
 
 /// One listed tool, prepared once per connection (not per turn).
@@ -108,15 +142,107 @@ pub struct PreparedTool {
 
 /// A connected server and the tools it listed.
 pub struct Connection {
-    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
-    pub tools: Vec<PreparedTool>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Notices>>>,
+    /// Host-wide identity of this connection ([`CONNECTION_IDS`]).
+    id: u64,
+    /// The listed tools; replaced whole by a relist.
+    tools: RwLock<Arc<Vec<PreparedTool>>>,
+    /// Bumped by every relist (part of the cached catalog's stamp).
+    generation: AtomicU64,
+    /// Set by the server's `notifications/tools/list_changed`.
+    stale: Arc<AtomicBool>,
+    /// Held across each call when the server cannot take parallel calls.
+    serial: Option<tokio::sync::Mutex<()>>,
+    /// Calls running now (an idle sweep never closes a busy connection).
+    busy: AtomicUsize,
+    /// A call found the transport gone (the server died or closed its
+    /// pipes); rmcp's service may not have noticed yet.
+    broken: AtomicBool,
+    /// The last call or turn that used it.
+    last_used: Mutex<Instant>,
     stderr: Arc<Mutex<String>>,
     redactor: SecretRedactor,
     log: PathBuf,
     pgid: Option<i32>,
 }
 
+/// Counts a running call for [`Connection::idle_for`].
+struct Busy<'a>(&'a Connection);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+        self.0.touch();
+    }
+}
+
 impl Connection {
+    /// The tools the server listed last.
+    pub fn tools(&self) -> Arc<Vec<PreparedTool>> {
+        match self.tools.read() {
+            Ok(t) => t.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// (connection identity, tool generation): what a cached catalog of
+    /// this connection's tools was built from.
+    pub fn stamp(&self) -> (u64, u64) {
+        (self.id, self.generation.load(Ordering::SeqCst))
+    }
+
+    /// Whether the server said its tool list changed since the last listing.
+    pub fn needs_relist(&self) -> bool {
+        self.stale.load(Ordering::SeqCst)
+    }
+
+    /// List the tools again (after `notifications/tools/list_changed`),
+    /// bounded by `timeout`; the new list is a new generation.
+    pub async fn relist(&self, timeout: Duration) -> Result<usize, String> {
+        // Cleared first: a change announced during the listing is listed again.
+        self.stale.store(false, Ordering::SeqCst);
+        let peer = {
+            let guard = self.service.lock().await;
+            let Some(service) = guard.as_ref() else {
+                return Err("the MCP connection is closed".into());
+            };
+            service.peer().clone()
+        };
+        let tools = match tokio::time::timeout(timeout, peer.list_all_tools()).await {
+            Err(_) => {
+                return Err(format!(
+                    "MCP tools/list timed out after {}s",
+                    timeout.as_secs_f64()
+                ))
+            }
+            Ok(Err(e)) => return Err(self.redact(&format!("MCP tools/list failed: {e}"))),
+            Ok(Ok(tools)) => prepare(tools, &self.redactor),
+        };
+        let count = tools.len();
+        match self.tools.write() {
+            Ok(mut t) => *t = Arc::new(tools),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(tools),
+        }
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.touch();
+        Ok(count)
+    }
+
+    /// Mark the connection used now (a turn offered its tools, a call ended).
+    pub fn touch(&self) {
+        if let Ok(mut at) = self.last_used.lock() {
+            *at = Instant::now();
+        }
+    }
+
+    /// How long nothing used it; `None` while a call runs.
+    pub fn idle_for(&self) -> Option<Duration> {
+        if self.busy.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        self.last_used.lock().ok().map(|at| at.elapsed())
+    }
+
     /// Redact `text` with this server's known secrets (and the generic rules).
     pub fn redact(&self, text: &str) -> String {
         self.redactor.redact_str_for(text, View::Event)
@@ -134,6 +260,8 @@ impl Connection {
         arguments: serde_json::Map<String, serde_json::Value>,
         timeout: Duration,
     ) -> Result<CallToolResult, String> {
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        let _busy = Busy(self);
         let guard = self.service.lock().await;
         let Some(service) = guard.as_ref() else {
             return Err("the MCP connection is closed".into());
@@ -141,18 +269,38 @@ impl Connection {
         let peer = service.peer().clone();
         drop(guard);
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+        // A server without parallel-call support sees one call at a time;
+        // waiting for the turn counts against the call's timeout.
+        let call = async {
+            let _one = match &self.serial {
+                Some(lock) => Some(lock.lock().await),
+                None => None,
+            };
+            peer.call_tool(params).await
+        };
+        match tokio::time::timeout(timeout, call).await {
             Err(_) => Err(format!(
                 "MCP call timed out after {}s",
                 timeout.as_secs_f64()
             )),
-            Ok(Err(e)) => Err(self.redact(&format!("MCP call failed: {e}"))),
+            Ok(Err(e)) => {
+                if matches!(
+                    e,
+                    rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+                ) {
+                    self.broken.store(true, Ordering::SeqCst);
+                }
+                Err(self.redact(&format!("MCP call failed: {e}")))
+            }
             Ok(Ok(result)) => Ok(result),
         }
     }
 
     /// Whether the server's side is gone (crashed, closed its pipes).
     pub fn is_closed(&self) -> bool {
+        if self.broken.load(Ordering::SeqCst) {
+            return true;
+        }
         match self.service.try_lock() {
             Ok(guard) => guard.as_ref().is_none_or(|s| s.is_closed()),
             // Someone is using it: not known to be closed.
@@ -230,7 +378,8 @@ pub struct ConnectionInfo {
     /// The declaration's fingerprint.
     pub fingerprint: String,
     /// `connected`, `failed` (in the negative cache) or `unavailable`
-    /// (the last turn left it unconnected: not granted, denied …).
+    /// (the last turn left it unconnected: not granted, denied …; or it
+    /// was closed after `--mcp-idle-timeout`).
     pub state: &'static str,
     /// Redacted.
     pub last_error: Option<String>,
@@ -252,6 +401,8 @@ struct Inner {
     /// The last reason a turn left a server unconnected (for listings).
     notes: Mutex<HashMap<ConnKey, String>>,
     permits: Semaphore,
+    /// Turns' extended catalogs, per (tenant, principal, core).
+    catalogs: CatalogCache,
 }
 
 impl Default for McpRuntime {
@@ -268,6 +419,7 @@ impl McpRuntime {
                 failed: Mutex::new(HashMap::new()),
                 notes: Mutex::new(HashMap::new()),
                 permits: Semaphore::new(MAX_CONCURRENT_CONNECTS),
+                catalogs: CatalogCache::default(),
             }),
         }
     }
@@ -306,7 +458,7 @@ impl McpRuntime {
         if let Ok(live) = self.inner.live.lock() {
             for (k, conn) in live.iter().filter(|(k, _)| k.tenant == tenant) {
                 let mut i = info(k, "connected", None);
-                i.tools = Some(conn.tools.len());
+                i.tools = Some(conn.tools().len());
                 out.insert(k.clone(), i);
             }
         }
@@ -315,6 +467,59 @@ impl McpRuntime {
             (&a.core, &a.principal, &a.server).cmp(&(&b.core, &b.principal, &b.server))
         });
         items
+    }
+
+    /// The cache of turns' extended catalogs.
+    pub fn catalogs(&self) -> &CatalogCache {
+        &self.inner.catalogs
+    }
+
+    /// Close every connection that neither a call nor a turn used for
+    /// `idle` (none with a call running); their listings say why. Returns
+    /// the closed connections' keys.
+    pub async fn sweep(&self, idle: Duration) -> Vec<ConnKey> {
+        let idle_ones: Vec<(ConnKey, Arc<Connection>)> = match self.inner.live.lock() {
+            Ok(mut live) => {
+                let keys: Vec<ConnKey> = live
+                    .iter()
+                    .filter(|(_, c)| c.idle_for().is_some_and(|d| d >= idle))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                keys.into_iter()
+                    .filter_map(|k| live.remove(&k).map(|c| (k, c)))
+                    .collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        let why = format!(
+            "closed after {} idle (--mcp-idle-timeout); the next turn reconnects it",
+            humantime::format_duration(idle)
+        );
+        let mut closed = Vec::with_capacity(idle_ones.len());
+        for (key, conn) in idle_ones {
+            conn.close().await;
+            tracing::info!(server = %key.server, tenant = %key.tenant, "idle MCP connection closed");
+            self.note(&key, Some(&why));
+            closed.push(key);
+        }
+        closed
+    }
+
+    /// Run [`Self::sweep`] until `stop`, often enough that a connection is
+    /// closed within about a quarter of `idle` after it went idle.
+    pub fn start_sweeper(&self, idle: Duration, stop: tokio_util::sync::CancellationToken) {
+        let runtime = self.clone();
+        let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => { runtime.sweep(idle).await; }
+                    _ = stop.cancelled() => return,
+                }
+            }
+        });
     }
 
     /// The live connection of `key`, if any.
@@ -426,15 +631,17 @@ async fn start(launch: Launch) -> Result<Connection, String> {
         redactor.add_binding(name, value);
     }
     let stderr = Arc::new(Mutex::new(String::new()));
+    let notices = Notices::default();
+    let stale = notices.stale.clone();
     let (discover, pgid, reader) = match launch.endpoint {
         Endpoint::Stdio(stdio) => {
             let (pgid, pipes, reader) =
                 spawn(&stdio, &stderr).map_err(|e| redactor.redact_str_for(&e, View::Event))?;
             let discover = async move {
-                let service =
-                    ().serve(pipes)
-                        .await
-                        .map_err(|e| format!("MCP initialize failed: {e}"))?;
+                let service = notices
+                    .serve(pipes)
+                    .await
+                    .map_err(|e| format!("MCP initialize failed: {e}"))?;
                 discover_tools(service).await
             }
             .boxed();
@@ -444,10 +651,10 @@ async fn start(launch: Launch) -> Result<Connection, String> {
             let config = StreamableHttpClientTransportConfig::with_uri(http.url.clone());
             let transport = StreamableHttpClientTransport::with_client(http.client, config);
             let discover = async move {
-                let service =
-                    ().serve(transport)
-                        .await
-                        .map_err(|e| format!("MCP initialize failed: {e}"))?;
+                let service = notices
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("MCP initialize failed: {e}"))?;
                 discover_tools(service).await
             }
             .boxed();
@@ -499,22 +706,14 @@ async fn start(launch: Launch) -> Result<Connection, String> {
         }
         Ok(Ok((service, tools))) => Ok(Connection {
             service: tokio::sync::Mutex::new(Some(service)),
-            tools: tools
-                .into_iter()
-                .map(|t| {
-                    let input_schema = serde_json::Value::Object((*t.input_schema).clone());
-                    PreparedTool {
-                        name: t.name.to_string(),
-                        description: t
-                            .description
-                            .as_deref()
-                            .map(|d| redactor.redact_str_for(d, View::Event))
-                            .unwrap_or_default(),
-                        arguments: ArgumentSchema::compile(&input_schema),
-                        input_schema,
-                    }
-                })
-                .collect(),
+            id: CONNECTION_IDS.fetch_add(1, Ordering::SeqCst),
+            tools: RwLock::new(Arc::new(prepare(tools, &redactor))),
+            generation: AtomicU64::new(0),
+            stale,
+            serial: (!launch.parallel).then(|| tokio::sync::Mutex::new(())),
+            busy: AtomicUsize::new(0),
+            broken: AtomicBool::new(false),
+            last_used: Mutex::new(Instant::now()),
             stderr,
             redactor,
             log: launch.log,
@@ -523,9 +722,30 @@ async fn start(launch: Launch) -> Result<Connection, String> {
     }
 }
 
-type Discovered = Result<(RunningService<RoleClient, ()>, Vec<Tool>), String>;
+/// Listed tools as the catalog uses them: descriptions redacted with the
+/// server's secrets, argument schemas compiled once.
+fn prepare(tools: Vec<Tool>, redactor: &SecretRedactor) -> Vec<PreparedTool> {
+    tools
+        .into_iter()
+        .map(|t| {
+            let input_schema = serde_json::Value::Object((*t.input_schema).clone());
+            PreparedTool {
+                name: t.name.to_string(),
+                description: t
+                    .description
+                    .as_deref()
+                    .map(|d| redactor.redact_str_for(d, View::Event))
+                    .unwrap_or_default(),
+                arguments: ArgumentSchema::compile(&input_schema),
+                input_schema,
+            }
+        })
+        .collect()
+}
 
-async fn discover_tools(service: RunningService<RoleClient, ()>) -> Discovered {
+type Discovered = Result<(RunningService<RoleClient, Notices>, Vec<Tool>), String>;
+
+async fn discover_tools(service: RunningService<RoleClient, Notices>) -> Discovered {
     match service.list_all_tools().await {
         Ok(tools) => Ok((service, tools)),
         Err(e) => {

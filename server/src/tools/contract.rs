@@ -262,6 +262,8 @@ pub struct Walls {
     pub authored_timeout: std::time::Duration,
     /// The one outbound HTTP client (URL policy, `--url-allow`, pinning).
     pub outbound: crate::net::Outbound,
+    /// `--mcp-idle-timeout`: an MCP connection unused this long is closed.
+    pub mcp_idle_timeout: std::time::Duration,
 }
 
 /// A user's answer to a clarifying question.
@@ -604,6 +606,7 @@ pub(crate) mod testing {
             quota: crate::exec::StorageQuota::new(1 << 20, 1 << 30),
             authored: std::sync::Arc::new(crate::authored::Runners::new()),
             authored_timeout: std::time::Duration::from_secs(5),
+            mcp_idle_timeout: crate::mcp::runtime::DEFAULT_IDLE_TIMEOUT,
             outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
                 dns: crate::net::DnsSettings::Servers(vec![std::net::SocketAddr::from((
                     [127, 0, 0, 1],
