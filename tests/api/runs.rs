@@ -350,7 +350,8 @@ async fn rest_promote_refuses_failed_gates_and_an_mcp_change_without_its_token()
         );
 
         let wrong = format!("mcp-review:{}", "0".repeat(64));
-        for body in [json!({}), json!({"mcp_review": wrong})] {
+        // `null` is the optional body left out, like `{}`.
+        for body in [json!({}), Value::Null, json!({"mcp_review": wrong})] {
             let (st, e) = app
                 .post(&op, &format!("{}/promote", runs_path(&run)), body.clone())
                 .await;

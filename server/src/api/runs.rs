@@ -145,7 +145,7 @@ pub async fn review_run(
     ))
 }
 
-/// An optional JSON body: empty is the default.
+/// An optional JSON body: empty or `null` is the default.
 fn promote_body(body: Result<Bytes, BytesRejection>) -> ApiResult<PromoteRequest> {
     let bytes = body.map_err(|rej| {
         let status = rej.status();
@@ -159,13 +159,16 @@ fn promote_body(body: Result<Bytes, BytesRejection>) -> ApiResult<PromoteRequest
     if bytes.trim_ascii().is_empty() {
         return Ok(PromoteRequest::default());
     }
-    serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            format!("the body is not a promote request: {e}"),
-        )
-    })
+    // JSON `null` is the documented "no body" too (the schema is optional).
+    serde_json::from_slice::<Option<PromoteRequest>>(&bytes)
+        .map(Option::unwrap_or_default)
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                format!("the body is not a promote request: {e}"),
+            )
+        })
 }
 
 /// Promote a reviewed run to live: the gates run again, the content must be
