@@ -298,6 +298,10 @@ impl Application {
             .await
             .context("start chat channel delivery")?;
         app.dispatcher.tasks.start_pool(app.shutdown.clone());
+        app.dispatcher
+            .tasks
+            .schedules()
+            .set_cores(app.cores.clone());
         app.dispatcher.tasks.schedules().start(app.shutdown.clone());
         app.turns.follow_cancels(app.shutdown.clone());
         // Orphans of tenants' commands are reaped here, not left to init.
