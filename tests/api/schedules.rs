@@ -165,6 +165,8 @@ async fn a_schedule_fires_turns_in_fresh_sessions_until_it_is_deleted() {
         assert_eq!(st, 404);
         let (st, _) = app.get(&tok, "/v1/schedules/..%2Fx").await;
         assert_eq!(st, 400);
+        let (st, _) = app.get(&tok, "/v1/schedules?core=no_such_core").await;
+        assert_eq!(st, 404);
         let other = app.token("other", "alice");
         let (_, theirs) = app.get(&other, "/v1/schedules").await;
         assert!(listed(&theirs, "tick").is_none(), "{theirs}");

@@ -109,7 +109,9 @@ fn core_of(raw: Option<String>) -> Result<String, Error> {
 
 /// The schedule files of the tenant's cores.
 #[utoipa::path(get, path = "/v1/schedules", tag = "schedules", params(ListQuery),
-    responses((status = 200, body = ScheduleList), (status = 400, body = ErrorBody)),
+    responses((status = 200, body = ScheduleList), (status = 400, body = ErrorBody),
+        (status = 404, description = "no such core", body = ErrorBody),
+        (status = 409, description = "the core does not load", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list_schedules(
     State(app): State<SharedApp>,

@@ -86,7 +86,8 @@ impl From<ScheduleError> for crate::error::Error {
             ScheduleError::Invalid(m) => crate::error::Error::Invalid(m),
             ScheduleError::NotFound(_) => crate::error::Error::NotFound,
             ScheduleError::Limit(m) => crate::error::Error::Conflict(m),
-            ScheduleError::Core(m) => crate::error::Error::Internal(anyhow::anyhow!(m)),
+            // A core that does not load is the tenant's state, not ours.
+            ScheduleError::Core(m) => crate::error::Error::Conflict(m),
             ScheduleError::Store(e) => crate::error::Error::Internal(e.into()),
         }
     }
@@ -237,8 +238,15 @@ impl Schedules {
             .cores
             .get()
             .ok_or_else(|| ScheduleError::Core("cores are not available".into()))?;
-        let id = CoreId::parse(core).map_err(|_| ScheduleError::NotFound(core.to_owned()))?;
-        cores.load(tenant, &id).await.map_err(ScheduleError::Core)
+        let shown: String = core.chars().take(80).collect();
+        let id = CoreId::parse(core).map_err(|_| ScheduleError::NotFound(shown.clone()))?;
+        if !cores.exists(tenant, &id) {
+            return Err(ScheduleError::NotFound(shown));
+        }
+        cores
+            .load(tenant, &id)
+            .await
+            .map_err(|e| ScheduleError::Core(format!("core {shown} does not load: {e}")))
     }
 
     /// The schedules of one core of the tenant (its live files, with owners).

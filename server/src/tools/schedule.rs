@@ -136,10 +136,7 @@ fn failure(e: ScheduleError) -> ToolOutcome {
             ToolOutcome::error(ToolStatus::NotFound, format!("schedule not found: {id}"))
         }
         ScheduleError::Limit(m) => ToolOutcome::error(ToolStatus::Denied, m),
-        ScheduleError::Core(m) => {
-            tracing::error!(error = %m, "schedule_manage could not read the core");
-            ToolOutcome::error(ToolStatus::Failed, "the core could not be read; try again")
-        }
+        ScheduleError::Core(m) => ToolOutcome::error(ToolStatus::Failed, m),
         ScheduleError::Store(e) => {
             tracing::error!(error = %e, "schedule_manage failed");
             ToolOutcome::error(ToolStatus::Failed, "the schedule store failed; try again")
@@ -377,6 +374,7 @@ async fn execute(
         "path": rel,
         "revision": change.revision,
         "effective_next_turn": true,
+        "executionStarted": true,
     }))))
 }
 
