@@ -9,7 +9,9 @@ DROP TABLE IF EXISTS schedules;
 -- A file with no row here runs as nobody (never, fail closed). `since_ms`:
 -- due times up to it are settled (before the schedule existed, or while it
 -- was paused); the workspace and provider of its runs' fresh sessions are
--- those of the session that created it.
+-- those of the session that created it. `last_*` and `run_count` are its
+-- latest run (kept here so the tick reads one row per schedule and old
+-- `schedule_runs` rows can go).
 CREATE TABLE schedule_owners (
     tenant_id     TEXT NOT NULL,
     core          TEXT NOT NULL,
@@ -19,11 +21,18 @@ CREATE TABLE schedule_owners (
     workspace     TEXT NOT NULL,
     provider      TEXT NOT NULL,
     since_ms      BIGINT NOT NULL,
+    last_due      BIGINT,
+    last_started  BIGINT,
+    last_session  TEXT,
+    last_status   TEXT,
+    run_count     BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant_id, core, schedule_id)
 );
 
 -- One row per run: the key is the exactly-once claim (`INSERT ... ON
 -- CONFLICT DO NOTHING`; the instance whose insert lands starts the run).
+-- Rows of due times more than a day before a schedule's latest run are
+-- deleted when it runs (those due times are settled by `last_due`).
 CREATE TABLE schedule_runs (
     tenant_id     TEXT NOT NULL,
     core          TEXT NOT NULL,

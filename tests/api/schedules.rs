@@ -156,6 +156,12 @@ async fn a_schedule_fires_turns_in_fresh_sessions_until_it_is_deleted() {
         assert_eq!(tick["core_id"], "assistant");
         assert_eq!(tick["owner"], "alice");
         assert!(tick["run_count"].as_i64().unwrap() >= 1, "{tick}");
+        // The latest run: claimed, then started (a new one may be claimed now).
+        assert!(
+            ["claimed", "started"].contains(&tick["last_status"].as_str().unwrap()),
+            "{tick}"
+        );
+        assert!(tick["last_session_id"].is_string(), "{tick}");
         let listed_tool = manage(&app, &tok, &sid, json!({"action": "list"})).await;
         assert_eq!(listed_tool["content"]["count"], 1, "{listed_tool}");
         let bob = app.token("default", "bob");

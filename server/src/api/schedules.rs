@@ -40,6 +40,8 @@ pub struct ScheduleView {
     pub last_run_at: Option<String>,
     /// The fresh session the latest run took its turn in.
     pub last_session_id: Option<String>,
+    /// How the latest run went: `started`, or `failed: <why>`.
+    pub last_status: Option<String>,
     pub run_count: i64,
 }
 
@@ -59,6 +61,7 @@ impl From<&Listed> for ScheduleView {
             next_run_at: s("next_run_at"),
             last_run_at: s("last_run_at"),
             last_session_id: s("last_session_id"),
+            last_status: s("last_status"),
             run_count: v["run_count"].as_i64().unwrap_or_default(),
         }
     }

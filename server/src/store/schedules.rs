@@ -27,6 +27,8 @@ pub struct ScheduleOwner {
     /// When the latest run started, and its session.
     pub last_started: Option<i64>,
     pub last_session: Option<String>,
+    /// How the latest run went (`started`, `failed: …`).
+    pub last_status: Option<String>,
     pub run_count: i64,
 }
 
@@ -43,18 +45,13 @@ pub struct NewScheduleOwner<'a> {
     pub since_ms: i64,
 }
 
-const SELECT: &str = "SELECT o.tenant_id, o.core, o.schedule_id, o.principal_id, o.owner_role, \
-     o.workspace, o.provider, o.since_ms, \
-     (SELECT MAX(r.due_at) FROM schedule_runs r WHERE r.tenant_id = o.tenant_id \
-        AND r.core = o.core AND r.schedule_id = o.schedule_id) AS last_due, \
-     (SELECT MAX(r.started_at) FROM schedule_runs r WHERE r.tenant_id = o.tenant_id \
-        AND r.core = o.core AND r.schedule_id = o.schedule_id) AS last_started, \
-     (SELECT r.session_id FROM schedule_runs r WHERE r.tenant_id = o.tenant_id \
-        AND r.core = o.core AND r.schedule_id = o.schedule_id \
-        ORDER BY r.due_at DESC LIMIT 1) AS last_session, \
-     (SELECT COUNT(*) FROM schedule_runs r WHERE r.tenant_id = o.tenant_id \
-        AND r.core = o.core AND r.schedule_id = o.schedule_id) AS run_count \
-     FROM schedule_owners o";
+const SELECT: &str = "SELECT tenant_id, core, schedule_id, principal_id, owner_role, \
+     workspace, provider, since_ms, last_due, last_started, last_session, last_status, \
+     run_count FROM schedule_owners";
+
+/// Rows of `schedule_runs` older than this before a schedule's latest run
+/// are deleted (`last_due` settles them).
+const KEEP_RUNS_MS: i64 = 24 * 3600 * 1000;
 
 fn decode(r: &AnyRow) -> Result<ScheduleOwner, sqlx::Error> {
     Ok(ScheduleOwner {
@@ -69,6 +66,7 @@ fn decode(r: &AnyRow) -> Result<ScheduleOwner, sqlx::Error> {
         last_due: r.try_get("last_due")?,
         last_started: r.try_get("last_started")?,
         last_session: r.try_get("last_session")?,
+        last_status: r.try_get("last_status")?,
         run_count: r.try_get("run_count")?,
     })
 }
@@ -146,7 +144,7 @@ impl Store {
     /// Every owned schedule of every tenant (the scheduler's tick).
     pub async fn all_schedule_owners(&self) -> Result<Vec<ScheduleOwner>, sqlx::Error> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{SELECT} ORDER BY o.tenant_id, o.core, o.schedule_id"
+            "{SELECT} ORDER BY tenant_id, core, schedule_id"
         )))
         .fetch_all(self.pool())
         .await?;
@@ -159,7 +157,7 @@ impl Store {
         tenant: &TenantId,
     ) -> Result<Vec<ScheduleOwner>, sqlx::Error> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{SELECT} WHERE o.tenant_id = $1 ORDER BY o.core, o.schedule_id"
+            "{SELECT} WHERE tenant_id = $1 ORDER BY core, schedule_id"
         )))
         .bind(tenant.as_str())
         .fetch_all(self.pool())
@@ -191,7 +189,35 @@ impl Store {
         .bind(now_ms())
         .execute(self.pool())
         .await?;
-        Ok(res.rows_affected() == 1)
+        if res.rows_affected() != 1 {
+            return Ok(false);
+        }
+        sqlx::query(
+            "UPDATE schedule_owners SET \
+             last_due = CASE WHEN last_due IS NULL OR last_due < $1 THEN $1 ELSE last_due END, \
+             last_started = $2, last_session = $3, last_status = 'claimed', \
+             run_count = run_count + 1 \
+             WHERE tenant_id = $4 AND core = $5 AND schedule_id = $6",
+        )
+        .bind(due)
+        .bind(now_ms())
+        .bind(session.to_string())
+        .bind(tenant)
+        .bind(core)
+        .bind(schedule_id)
+        .execute(self.pool())
+        .await?;
+        sqlx::query(
+            "DELETE FROM schedule_runs WHERE tenant_id = $1 AND core = $2 \
+             AND schedule_id = $3 AND due_at < $4",
+        )
+        .bind(tenant)
+        .bind(core)
+        .bind(schedule_id)
+        .bind(due.saturating_sub(KEEP_RUNS_MS))
+        .execute(self.pool())
+        .await?;
+        Ok(true)
     }
 
     /// How a claimed run went (`started`, `busy`, `failed: …`).
@@ -207,6 +233,17 @@ impl Store {
         sqlx::query(
             "UPDATE schedule_runs SET status = $1 WHERE tenant_id = $2 AND core = $3 \
              AND schedule_id = $4 AND due_at = $5",
+        )
+        .bind(status)
+        .bind(tenant)
+        .bind(core)
+        .bind(schedule_id)
+        .bind(due)
+        .execute(self.pool())
+        .await?;
+        sqlx::query(
+            "UPDATE schedule_owners SET last_status = $1 WHERE tenant_id = $2 AND core = $3 \
+             AND schedule_id = $4 AND last_due = $5",
         )
         .bind(status)
         .bind(tenant)

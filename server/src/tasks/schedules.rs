@@ -183,6 +183,7 @@ pub fn view(l: &Listed) -> Value {
         "next_run_at": l.next_run_at(now_ms()).map(crate::time::rfc3339),
         "last_run_at": o.and_then(|o| o.last_started).map(crate::time::rfc3339),
         "last_session_id": o.and_then(|o| o.last_session.clone()),
+        "last_status": o.and_then(|o| o.last_status.clone()),
         "run_count": o.map_or(0, |o| o.run_count),
     })
 }
@@ -545,6 +546,7 @@ mod tests {
             last_due,
             last_started: None,
             last_session: None,
+            last_status: None,
             run_count: 0,
         }
     }
