@@ -9,7 +9,9 @@ DROP TABLE IF EXISTS schedules;
 -- A file with no row here runs as nobody (never, fail closed). `since_ms`:
 -- due times up to it are settled (before the schedule existed, or while it
 -- was paused); the workspace and provider of its runs' fresh sessions are
--- those of the session that created it. `last_*` and `run_count` are its
+-- those of the session that created it. `file_digest` is the SHA-256 of
+-- the file as `schedule_manage` wrote it (rendered from its parsed form): a
+-- file changed any other way no longer matches and runs as nobody. `last_*` and `run_count` are its
 -- latest run (kept here so the tick reads one row per schedule and old
 -- `schedule_runs` rows can go).
 CREATE TABLE schedule_owners (
@@ -21,6 +23,7 @@ CREATE TABLE schedule_owners (
     workspace     TEXT NOT NULL,
     provider      TEXT NOT NULL,
     since_ms      BIGINT NOT NULL,
+    file_digest   TEXT NOT NULL,
     last_due      BIGINT,
     last_started  BIGINT,
     last_session  TEXT,

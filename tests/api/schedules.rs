@@ -1,9 +1,9 @@
 //! Schedules are files of a core's `schedules/` folder: `schedule_manage`
 //! through a turn writes one (a new core revision) and records its owner,
 //! the scheduler runs its prompt as a turn of a fresh session of the owner
-//! at each due time until it is paused or deleted, a file written another
-//! way is listed but runs as nobody, a broken file is listed with its error
-//! and never runs, and with two instances on one database each due time
+//! at each due time until it is paused or deleted, a file written or
+//! changed another way is listed but runs as nobody, a broken file is
+//! listed with its error and never runs, and with two instances on one database each due time
 //! fires once.
 
 use std::time::{Duration, Instant};
@@ -266,6 +266,21 @@ async fn files_written_elsewhere_are_listed_and_run_only_once_owned() {
             .sse_until(&op, &run, "", None, |e| e["type"] == "turn.completed")
             .await;
         assert_eq!(evs.last().unwrap()["data"]["output"], "[fake] ownerless");
+        // Changed through the core API afterwards: it runs as nobody again.
+        let path = "/v1/cores/assistant/files/agent/schedules/plain.yaml";
+        let body = "schedule: every 1s\nprompt: swapped\n";
+        assert_eq!(put(&app, &op, path, body).await, 200);
+        let (_, list) = app.get(&op, "/v1/schedules").await;
+        let plain = listed(&list, "plain").unwrap();
+        assert_eq!(plain["owner"], Value::Null, "{plain}");
+        assert!(
+            plain["owner_reason"].as_str().unwrap().contains("changed"),
+            "{plain}"
+        );
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let before = run_sessions(&app, &op, "plain").await.len();
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert_eq!(run_sessions(&app, &op, "plain").await.len(), before);
         let r = manage(
             &app,
             &op,

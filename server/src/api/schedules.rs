@@ -33,7 +33,9 @@ pub struct ScheduleView {
     pub prompt_preview: Option<String>,
     /// Why the file is refused; such a schedule never runs.
     pub error: Option<String>,
-    /// The principal its runs run as; `null`: it never runs (`owner_reason`).
+    /// The principal its runs run as; `null`: it runs as nobody
+    /// (`owner_reason`: no owner recorded, or changed outside
+    /// `schedule_manage`).
     pub owner: Option<String>,
     pub owner_reason: Option<String>,
     pub next_run_at: Option<String>,

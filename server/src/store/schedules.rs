@@ -22,6 +22,8 @@ pub struct ScheduleOwner {
     pub provider: String,
     /// Due times up to this are settled (before it existed, or paused).
     pub since_ms: i64,
+    /// SHA-256 of the file as `schedule_manage` wrote it.
+    pub file_digest: String,
     /// The latest due time that ran.
     pub last_due: Option<i64>,
     /// When the latest run started, and its session.
@@ -42,11 +44,14 @@ pub struct NewScheduleOwner<'a> {
     pub owner_role: &'a str,
     pub workspace: &'a str,
     pub provider: &'a str,
-    pub since_ms: i64,
+    pub file_digest: &'a str,
+    /// Settle due times up to now (a new, rescheduled or resumed schedule);
+    /// else an existing row keeps its `since_ms`.
+    pub settle: bool,
 }
 
 const SELECT: &str = "SELECT tenant_id, core, schedule_id, principal_id, owner_role, \
-     workspace, provider, since_ms, last_due, last_started, last_session, last_status, \
+     workspace, provider, since_ms, file_digest, last_due, last_started, last_session, last_status, \
      run_count FROM schedule_owners";
 
 /// Rows of `schedule_runs` older than this before a schedule's latest run
@@ -63,6 +68,7 @@ fn decode(r: &AnyRow) -> Result<ScheduleOwner, sqlx::Error> {
         workspace: r.try_get("workspace")?,
         provider: r.try_get("provider")?,
         since_ms: r.try_get("since_ms")?,
+        file_digest: r.try_get("file_digest")?,
         last_due: r.try_get("last_due")?,
         last_started: r.try_get("last_started")?,
         last_session: r.try_get("last_session")?,
@@ -77,11 +83,14 @@ impl Store {
         let _gate = self.write_gate().await;
         sqlx::query(
             "INSERT INTO schedule_owners (tenant_id, core, schedule_id, principal_id, \
-             owner_role, workspace, provider, since_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+             owner_role, workspace, provider, since_ms, file_digest) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
              ON CONFLICT (tenant_id, core, schedule_id) DO UPDATE SET \
              principal_id = excluded.principal_id, owner_role = excluded.owner_role, \
              workspace = excluded.workspace, provider = excluded.provider, \
-             since_ms = excluded.since_ms",
+             file_digest = excluded.file_digest, \
+             since_ms = CASE WHEN $10 = 1 THEN excluded.since_ms \
+             ELSE schedule_owners.since_ms END",
         )
         .bind(o.tenant.as_str())
         .bind(o.core)
@@ -90,30 +99,9 @@ impl Store {
         .bind(o.owner_role)
         .bind(o.workspace)
         .bind(o.provider)
-        .bind(o.since_ms)
-        .execute(self.pool())
-        .await?;
-        Ok(())
-    }
-
-    /// Settle every due time up to `since` (a resumed or rescheduled
-    /// schedule counts from now).
-    pub async fn set_schedule_since(
-        &self,
-        tenant: &TenantId,
-        core: &str,
-        schedule_id: &str,
-        since: i64,
-    ) -> Result<(), sqlx::Error> {
-        let _gate = self.write_gate().await;
-        sqlx::query(
-            "UPDATE schedule_owners SET since_ms = $1 \
-             WHERE tenant_id = $2 AND core = $3 AND schedule_id = $4",
-        )
-        .bind(since)
-        .bind(tenant.as_str())
-        .bind(core)
-        .bind(schedule_id)
+        .bind(now_ms())
+        .bind(o.file_digest)
+        .bind(i32::from(o.settle))
         .execute(self.pool())
         .await?;
         Ok(())

@@ -4,12 +4,13 @@
 //! session of its owner whenever it comes due.
 //!
 //! - The file says what and when; the database says who
-//!   (`schedule_owners`, written when `schedule_manage` writes the file) and
-//!   which due times have run (`schedule_runs`). A file written any other
-//!   way (the core API, an evolve promote, a rollback) has no owner row and
-//!   never runs: it is listed with `owner: null` and the reason, until an
-//!   owner takes it over with `schedule_manage` (update, enable). It never
-//!   runs as an admin by default (fail closed).
+//!   (`schedule_owners`, written when `schedule_manage` writes the file,
+//!   with the digest of what it wrote) and which due times have run
+//!   (`schedule_runs`). A file written any other way (the core API, an
+//!   evolve promote, a rollback), or an owned file changed any other way
+//!   since, runs as nobody: it is listed with `owner: null` and the reason,
+//!   until an owner takes it over with `schedule_manage` (update, enable).
+//!   It never runs as an admin by default (fail closed).
 //! - Each instance's scheduler looks every [`TICK`] at the owned schedules,
 //!   reading their files from the cached live revision of their core (no
 //!   disk scan per tick). A due run fires only for the instance whose
@@ -45,6 +46,9 @@ pub const PROMPT_PREVIEW_CHARS: usize = 120;
 /// Why a schedule without an owner row does not run.
 pub const NO_OWNER: &str = "no owner recorded: the file was not written by schedule_manage, \
      so it runs as nobody; update or enable it with schedule_manage to own it";
+/// Why an owned schedule whose file changed does not run.
+pub const CHANGED: &str = "the file changed after schedule_manage wrote it, so it runs as \
+     nobody; its owner updates or enables it with schedule_manage to run it again";
 
 /// The limits of schedules.
 #[derive(Debug, Clone, Copy)]
@@ -154,7 +158,7 @@ impl Listed {
     /// The next due time after `now` (owned, enabled, readable only).
     pub fn next_run_at(&self, now: i64) -> Option<i64> {
         let f = self.file.as_ref().ok().filter(|f| f.enabled)?;
-        self.owner.as_ref()?;
+        runs_as(f, self.owner.as_ref()).ok()?;
         schedule_file::next_due(&f.spec().ok()?, now)
     }
 }
@@ -171,6 +175,11 @@ pub fn view(l: &Listed) -> Value {
         Err(e) => (None, None, None, Some(e.clone())),
     };
     let o = l.owner.as_ref();
+    // Who it runs as; a broken file runs as nobody for its `error`.
+    let runs = match &l.file {
+        Ok(f) => runs_as(f, o).map(|o| o.principal_id.clone()),
+        Err(_) => o.map(|o| o.principal_id.clone()).ok_or(NO_OWNER),
+    };
     json!({
         "schedule_id": l.schedule_id,
         "core_id": l.core,
@@ -178,8 +187,8 @@ pub fn view(l: &Listed) -> Value {
         "schedule": schedule,
         "prompt_preview": prompt_preview,
         "error": error,
-        "owner": o.map(|o| o.principal_id.clone()),
-        "owner_reason": if o.is_none() { Some(NO_OWNER) } else { None },
+        "owner": runs.as_ref().ok(),
+        "owner_reason": runs.err(),
         "next_run_at": l.next_run_at(now_ms()).map(crate::time::rfc3339),
         "last_run_at": o.and_then(|o| o.last_started).map(crate::time::rfc3339),
         "last_session_id": o.and_then(|o| o.last_session.clone()),
@@ -287,15 +296,17 @@ impl Schedules {
         Ok(self.inner.store.tenant_schedule_owners(tenant).await?.len())
     }
 
-    /// Make the caller the owner of a schedule it wrote; runs count from
-    /// now. The fresh sessions of its runs use the workspace and provider
-    /// of `from_session`.
+    /// Make the caller the owner of the schedule file it wrote (`file`);
+    /// with `settle`, due times up to now never run. The fresh sessions of
+    /// its runs use the workspace and provider of `from_session`.
     pub async fn own(
         &self,
         scope: &PrincipalScope,
         from_session: SessionId,
         core: &str,
         schedule_id: &str,
+        file: &ScheduleFile,
+        settle: bool,
     ) -> Result<(), ScheduleError> {
         let from = self
             .inner
@@ -313,24 +324,11 @@ impl Schedules {
                 owner_role: scope.role().as_str(),
                 workspace: &from.workspace,
                 provider: &from.provider,
-                since_ms: now_ms(),
+                file_digest: &digest(file),
+                settle,
             })
             .await?;
         Ok(())
-    }
-
-    /// Due times up to now are settled (a resumed or rescheduled schedule).
-    pub async fn settle(
-        &self,
-        tenant: &TenantId,
-        core: &str,
-        schedule_id: &str,
-    ) -> Result<(), ScheduleError> {
-        Ok(self
-            .inner
-            .store
-            .set_schedule_since(tenant, core, schedule_id, now_ms())
-            .await?)
     }
 
     /// Forget a deleted schedule's owner and runs.
@@ -481,9 +479,32 @@ pub fn file_rel(
     Ok(yaml)
 }
 
+/// The SHA-256 of a schedule as `schedule_manage` writes it (rendered from
+/// its parsed form, so only what it says counts, not its layout).
+pub fn digest(f: &ScheduleFile) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(schedule_file::render(f).as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Who a readable schedule file runs as, or why nobody (pure): the owner
+/// `schedule_manage` recorded, while the file is still what it wrote.
+pub fn runs_as<'a>(
+    file: &ScheduleFile,
+    owner: Option<&'a ScheduleOwner>,
+) -> Result<&'a ScheduleOwner, &'static str> {
+    match owner {
+        None => Err(NO_OWNER),
+        Some(o) if o.file_digest != digest(file) => Err(CHANGED),
+        Some(o) => Ok(o),
+    }
+}
+
 /// The due time to run now for an owned schedule file, if any (pure).
 pub fn due_now(file: &ScheduleFile, o: &ScheduleOwner, now: i64) -> Option<i64> {
-    if !file.enabled {
+    if !file.enabled || runs_as(file, Some(o)).is_err() {
         return None;
     }
     let spec = file.spec().ok()?;
@@ -543,6 +564,7 @@ mod tests {
             workspace: "w".into(),
             provider: "fake".into(),
             since_ms: since,
+            file_digest: digest(&ScheduleFile::new("every 10s", "p").unwrap()),
             last_due,
             last_started: None,
             last_session: None,
@@ -569,6 +591,12 @@ mod tests {
         let mut off = f.clone();
         off.enabled = false;
         assert_eq!(due_now(&off, &owner(0, None), 100_000), None);
+        // Changed outside schedule_manage: runs as nobody.
+        let mut edited = f.clone();
+        edited.prompt = "something else".into();
+        assert_eq!(due_now(&edited, &owner(0, None), 100_000), None);
+        assert_eq!(runs_as(&edited, Some(&owner(0, None))).err(), Some(CHANGED));
+        assert!(runs_as(&f, Some(&owner(0, None))).is_ok());
     }
 
     #[test]

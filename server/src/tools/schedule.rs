@@ -347,17 +347,22 @@ async fn execute(
         Err(e) => return Ok(edit_failure(e)),
     };
     match &write {
-        Write::Put { settle, .. } => {
+        Write::Put { file, settle } => {
             let owned = all
                 .iter()
                 .find(|l| l.schedule_id == id)
                 .and_then(|l| l.owner.as_ref())
                 .is_some();
-            if !owned {
-                schedules.own(scope, env.ctx.session_id, &core, &id).await?;
-            } else if *settle {
-                schedules.settle(tenant, &core, &id).await?;
-            }
+            schedules
+                .own(
+                    scope,
+                    env.ctx.session_id,
+                    &core,
+                    &id,
+                    file,
+                    *settle || !owned,
+                )
+                .await?;
         }
         Write::Delete => schedules.forget(tenant, &core, &id).await?,
     }
