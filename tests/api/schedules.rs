@@ -219,6 +219,7 @@ async fn files_written_elsewhere_are_listed_and_run_only_once_owned() {
         for (name, body) in [
             ("broken", "schedule: \"61 * * * *\"\nprompt: never\n"),
             ("plain", "schedule: every 1s\nprompt: ownerless\n"),
+            ("hasty", "schedule: every 100ms\nprompt: too often\n"),
         ] {
             let path = format!("/v1/cores/assistant/files/agent/schedules/{name}.yaml");
             assert_eq!(put(&app, &op, &path, body).await, 200, "{}", app.log());
@@ -247,6 +248,22 @@ async fn files_written_elsewhere_are_listed_and_run_only_once_owned() {
         )
         .await;
         assert_eq!(r["status"], "invalid", "{r}");
+        // Owning one that runs more often than this host allows is refused.
+        let r = manage(
+            &app,
+            &op,
+            &sid,
+            json!({"action": "enable", "schedule_id": "hasty"}),
+        )
+        .await;
+        assert_eq!(r["status"], "invalid", "{r}");
+        assert!(
+            r["content"]
+                .as_str()
+                .unwrap()
+                .contains("--schedule-min-interval"),
+            "{r}"
+        );
         // Enabling through the tool makes the caller its owner: it runs.
         let r = manage(
             &app,

@@ -324,6 +324,13 @@ async fn execute(
         };
         (id, write)
     };
+    // A file written elsewhere may run more often than this host allows;
+    // it runs only once it passes like a new one.
+    if let Write::Put { file, .. } = &write {
+        if file.enabled {
+            schedules.check_spec(&file.schedule)?;
+        }
+    }
     let view_now = schedules.live(tenant, &core).await?;
     let rel = match file_rel(&env.ctx.core.dir, &view_now.schedules_root, &id) {
         Ok(r) => r,
