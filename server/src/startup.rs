@@ -299,6 +299,10 @@ impl Application {
             .context("start chat channel delivery")?;
         app.dispatcher.tasks.start_pool(app.shutdown.clone());
         app.dispatcher.start_mcp_sweeper(app.shutdown.clone());
+        app.dispatcher
+            .tasks
+            .schedules()
+            .set_cores(app.cores.clone());
         app.dispatcher.tasks.schedules().start(app.shutdown.clone());
         app.turns.follow_cancels(app.shutdown.clone());
         // Orphans of tenants' commands are reaped here, not left to init.

@@ -462,6 +462,18 @@ impl TestApp {
         peer
     }
 
+    /// A second instance on the same database and the same home (its
+    /// agents trees included), as instances sharing a volume run.
+    pub async fn spawn_peer_sharing_home(&self) -> TestApp {
+        start(
+            self.backend,
+            self.home.clone(),
+            self.database_url.clone(),
+            self.opts.clone(),
+        )
+        .await
+    }
+
     pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {

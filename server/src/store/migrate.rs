@@ -96,6 +96,12 @@ const MIGRATIONS: &[Embedded] = &[
         postgres: include_str!("../../../migrations/postgres/0013_schedules.sql"),
     },
     Embedded {
+        version: 14,
+        name: "schedule_files",
+        sqlite: include_str!("../../../migrations/sqlite/0014_schedule_files.sql"),
+        postgres: include_str!("../../../migrations/postgres/0014_schedule_files.sql"),
+    },
+    Embedded {
         version: 30,
         name: "channels",
         sqlite: include_str!("../../../migrations/sqlite/0030_channels.sql"),

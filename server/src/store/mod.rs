@@ -41,7 +41,7 @@ pub use history::AuditRow;
 pub use messages::{Compaction, StoredMessage};
 pub use provider_keys::ProviderKeyRow;
 pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
-pub use schedules::{NewSchedule, ScheduleRow};
+pub use schedules::{NewScheduleOwner, ScheduleOwner};
 pub use sessions::{NewSession, SessionRow};
 pub use tasks::{ClaimCaps, Claimed, NewTask, TakenOver, TaskRow};
 pub use tenants::StoredTenantPolicy;

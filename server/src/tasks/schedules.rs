@@ -1,22 +1,29 @@
-//! Schedules (`schedule_manage`, `GET/DELETE /v1/schedules`): a prompt run
-//! as a turn in the schedule's own session whenever its `schedule` comes
-//! due ([`super::schedule_spec`]).
+//! Schedules (`schedule_manage`, `GET/DELETE /v1/schedules`): files of a
+//! core's `schedules/` folder in the original format
+//! ([`crate::core::schedule_file`]), each a prompt run as a turn in a fresh
+//! session of its owner whenever it comes due.
 //!
-//! - Rows live in the database, scoped to their owner: another principal's
-//!   schedule looks exactly like a missing one. A tenant has at most
-//!   `--max-schedules-tenant`; runs are at least `--schedule-min-interval`
-//!   apart.
-//! - Each instance's scheduler looks for due schedules every
-//!   [`TICK`]; a run fires only for the instance whose conditional UPDATE
-//!   moves `next_fire_at` on from the due time it read, so each due time
-//!   fires once however many instances look.
-//! - A run is a turn of the schedule's session as its owner with the
-//!   session's normal capabilities (the completion-turn path). If the
-//!   session is still busy with the previous run, that due time is skipped
-//!   (logged); if the session is gone, the schedule is disabled.
-//! - Runs missed while no instance was up are coalesced: one run when the
-//!   scheduler next looks, then the next due time after that.
+//! - The file says what and when; the database says who
+//!   (`schedule_owners`, written when `schedule_manage` writes the file,
+//!   with the digest of what it wrote) and which due times have run
+//!   (`schedule_runs`). A file written any other way (the core API, an
+//!   evolve promote, a rollback), or an owned file changed any other way
+//!   since, runs as nobody: it is listed with `owner: null` and the reason,
+//!   until an owner takes it over with `schedule_manage` (update, enable).
+//!   It never runs as an admin by default (fail closed).
+//! - Each instance's scheduler looks every [`TICK`] at the owned schedules,
+//!   reading their files from the cached live revision of their core (no
+//!   disk scan per tick). A due run fires only for the instance whose
+//!   insert of (tenant, core, schedule id, due time) into `schedule_runs`
+//!   lands, so each due time runs once however many instances look.
+//! - Runs missed while no instance was up are coalesced
+//!   ([`schedule_file::due_run`]): one run, of the latest missed due time,
+//!   when the scheduler next looks. Due times while a schedule was disabled
+//!   never run (enabling counts from then).
+//! - A run is a turn of a new session of the owner on the schedule's core,
+//!   in the workspace and with the provider of the session that created it.
 
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -26,18 +33,22 @@ use tokio_util::sync::CancellationToken;
 use super::schedule_spec::{self, SpecError};
 use super::{CompletionError, CompletionSink};
 use crate::auth::{PrincipalScope, Role};
-use crate::ids::{PrincipalId, SessionId, TenantId};
-use crate::store::{NewSchedule, NewSession, ScheduleRow, Store};
+use crate::core::repository::{CoreRepository, CoreView};
+use crate::core::schedule_file::{self, ScheduleFile, ScheduleFileError};
+use crate::ids::{CoreId, PrincipalId, SessionId, TenantId};
+use crate::store::{NewScheduleOwner, NewSession, ScheduleOwner, Store};
 use crate::time::now_ms;
 
 /// How often each instance looks for due schedules.
 pub const TICK: Duration = Duration::from_millis(500);
-/// Due schedules one tick fires at most.
-const DUE_PER_TICK: u32 = 50;
-/// Characters of a prompt.
-pub const MAX_PROMPT_CHARS: usize = 20_000;
 /// Characters of the prompt shown in payloads.
 pub const PROMPT_PREVIEW_CHARS: usize = 120;
+/// Why a schedule without an owner row does not run.
+pub const NO_OWNER: &str = "no owner recorded: the file was not written by schedule_manage, \
+     so it runs as nobody; update or enable it with schedule_manage to own it";
+/// Why an owned schedule whose file changed does not run.
+pub const CHANGED: &str = "the file changed after schedule_manage wrote it, so it runs as \
+     nobody; its owner updates or enables it with schedule_manage to run it again";
 
 /// The limits of schedules.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +66,8 @@ pub enum ScheduleError {
     NotFound(String),
     #[error("{0}")]
     Limit(String),
+    #[error("core: {0}")]
+    Core(String),
     #[error("database: {0}")]
     Store(#[from] sqlx::Error),
 }
@@ -65,12 +78,20 @@ impl From<SpecError> for ScheduleError {
     }
 }
 
+impl From<ScheduleFileError> for ScheduleError {
+    fn from(e: ScheduleFileError) -> Self {
+        ScheduleError::Invalid(e.to_string())
+    }
+}
+
 impl From<ScheduleError> for crate::error::Error {
     fn from(e: ScheduleError) -> Self {
         match e {
             ScheduleError::Invalid(m) => crate::error::Error::Invalid(m),
             ScheduleError::NotFound(_) => crate::error::Error::NotFound,
             ScheduleError::Limit(m) => crate::error::Error::Conflict(m),
+            // A core that does not load is the tenant's state, not ours.
+            ScheduleError::Core(m) => crate::error::Error::Conflict(m),
             ScheduleError::Store(e) => crate::error::Error::Internal(e.into()),
         }
     }
@@ -78,10 +99,7 @@ impl From<ScheduleError> for crate::error::Error {
 
 /// Whether `name` is a valid `schedule_id`.
 pub fn valid_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric())
-        && name.len() <= 64
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    schedule_file::valid_id(name)
 }
 
 /// A `schedule_id` made from a prompt: lower-case words joined by `-`, at
@@ -126,35 +144,60 @@ fn preview(prompt: &str) -> String {
     s
 }
 
-/// The model's and the API's view of a schedule: no owner ids.
-pub fn view(row: &ScheduleRow) -> Value {
+/// One schedule as listed: its file (or why the file is refused) and its
+/// owner row (or why it has none).
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub schedule_id: String,
+    pub core: String,
+    pub file: Result<ScheduleFile, String>,
+    pub owner: Option<ScheduleOwner>,
+}
+
+impl Listed {
+    /// The next due time after `now` (owned, enabled, readable only).
+    pub fn next_run_at(&self, now: i64) -> Option<i64> {
+        let f = self.file.as_ref().ok().filter(|f| f.enabled)?;
+        runs_as(f, self.owner.as_ref()).ok()?;
+        schedule_file::next_due(&f.spec().ok()?, now)
+    }
+}
+
+/// The model's and the API's view of a schedule.
+pub fn view(l: &Listed) -> Value {
+    let (enabled, schedule, prompt_preview, error) = match &l.file {
+        Ok(f) => (
+            Some(f.enabled),
+            Some(f.schedule.clone()),
+            Some(preview(&f.prompt)),
+            None,
+        ),
+        Err(e) => (None, None, None, Some(e.clone())),
+    };
+    let o = l.owner.as_ref();
+    // Who it runs as; a broken file runs as nobody for its `error`.
+    let runs = match &l.file {
+        Ok(f) => runs_as(f, o).map(|o| o.principal_id.clone()),
+        Err(_) => o.map(|o| o.principal_id.clone()).ok_or(NO_OWNER),
+    };
     json!({
-        "schedule_id": row.name,
-        "enabled": row.enabled,
-        "schedule": row.spec,
-        "prompt_preview": preview(&row.prompt),
-        "core_id": row.core,
-        "session_id": row.session_id.to_string(),
-        "next_run_at": row.next_fire_at.map(crate::time::rfc3339),
-        "last_run_at": row.last_fired_at.map(crate::time::rfc3339),
-        "run_count": row.fire_count,
+        "schedule_id": l.schedule_id,
+        "core_id": l.core,
+        "enabled": enabled,
+        "schedule": schedule,
+        "prompt_preview": prompt_preview,
+        "error": error,
+        "owner": runs.as_ref().ok(),
+        "owner_reason": runs.err(),
+        "next_run_at": l.next_run_at(now_ms()).map(crate::time::rfc3339),
+        "last_run_at": o.and_then(|o| o.last_started).map(crate::time::rfc3339),
+        "last_session_id": o.and_then(|o| o.last_session.clone()),
+        "last_status": o.and_then(|o| o.last_status.clone()),
+        "run_count": o.map_or(0, |o| o.run_count),
     })
 }
 
-fn prompt_ok(prompt: &str) -> Result<String, ScheduleError> {
-    let p = prompt.trim();
-    if p.is_empty() {
-        return Err(ScheduleError::Invalid("prompt must not be empty".into()));
-    }
-    if p.chars().count() > MAX_PROMPT_CHARS {
-        return Err(ScheduleError::Invalid(format!(
-            "prompt is longer than {MAX_PROMPT_CHARS} characters"
-        )));
-    }
-    Ok(p.to_owned())
-}
-
-/// Owner-scoped schedule operations and the scheduler; cheap to clone.
+/// Schedule bookkeeping and the scheduler; cheap to clone.
 #[derive(Clone)]
 pub struct Schedules {
     inner: Arc<Inner>,
@@ -164,6 +207,7 @@ struct Inner {
     store: Store,
     settings: ScheduleSettings,
     sink: OnceLock<Arc<dyn CompletionSink>>,
+    cores: OnceLock<CoreRepository>,
 }
 
 impl Schedules {
@@ -173,6 +217,7 @@ impl Schedules {
                 store,
                 settings,
                 sink: OnceLock::new(),
+                cores: OnceLock::new(),
             }),
         }
     }
@@ -182,214 +227,128 @@ impl Schedules {
         let _ = self.inner.sink.set(sink);
     }
 
-    pub async fn list(&self, scope: &PrincipalScope) -> Result<Vec<ScheduleRow>, ScheduleError> {
-        Ok(self
-            .inner
-            .store
-            .list_schedules(scope.tenant(), scope.principal())
-            .await?)
+    /// Where schedule files are read (the cached live cores); set once at
+    /// start-up.
+    pub fn set_cores(&self, cores: CoreRepository) {
+        let _ = self.inner.cores.set(cores);
     }
 
-    /// One of the caller's schedules by `schedule_id` (or row id).
-    pub async fn get(
+    pub fn settings(&self) -> ScheduleSettings {
+        self.inner.settings
+    }
+
+    /// The live revision of a core of the tenant.
+    pub async fn live(
         &self,
-        scope: &PrincipalScope,
-        key: &str,
-    ) -> Result<ScheduleRow, ScheduleError> {
-        let shown: String = key.chars().take(80).collect();
-        self.inner
-            .store
-            .get_schedule(scope.tenant(), scope.principal(), key.trim())
-            .await?
-            .ok_or(ScheduleError::NotFound(shown))
+        tenant: &TenantId,
+        core: &str,
+    ) -> Result<Arc<CoreView>, ScheduleError> {
+        let cores = self
+            .inner
+            .cores
+            .get()
+            .ok_or_else(|| ScheduleError::Core("cores are not available".into()))?;
+        let shown: String = core.chars().take(80).collect();
+        let id = CoreId::parse(core).map_err(|_| ScheduleError::NotFound(shown.clone()))?;
+        if !cores.exists(tenant, &id) {
+            return Err(ScheduleError::NotFound(shown));
+        }
+        cores
+            .load(tenant, &id)
+            .await
+            .map_err(|e| ScheduleError::Core(format!("core {shown} does not load: {e}")))
     }
 
-    /// Create a schedule running in a new session of the caller on `core`,
-    /// in the workspace of `from_session` (the caller's).
-    pub async fn create(
+    /// The schedules of one core of the tenant (its live files, with owners).
+    pub async fn list_core(
+        &self,
+        tenant: &TenantId,
+        core: &str,
+    ) -> Result<Vec<Listed>, ScheduleError> {
+        let view = self.live(tenant, core).await?;
+        let owners = self.inner.store.tenant_schedule_owners(tenant).await?;
+        Ok(listed(core, &view, &owners))
+    }
+
+    /// The schedules of every core of the tenant that loads.
+    pub async fn list_tenant(&self, tenant: &TenantId) -> Result<Vec<Listed>, ScheduleError> {
+        let cores = self
+            .inner
+            .cores
+            .get()
+            .ok_or_else(|| ScheduleError::Core("cores are not available".into()))?;
+        let summaries = cores
+            .list_cores(tenant)
+            .await
+            .map_err(|e| ScheduleError::Core(e.to_string()))?;
+        let owners = self.inner.store.tenant_schedule_owners(tenant).await?;
+        let mut out = Vec::new();
+        for s in summaries.into_iter().filter(|s| s.loads) {
+            if let Ok(view) = self.live(tenant, &s.id).await {
+                out.extend(listed(&s.id, &view, &owners));
+            }
+        }
+        Ok(out)
+    }
+
+    /// How many schedules the tenant owns.
+    pub async fn owned_count(&self, tenant: &TenantId) -> Result<usize, ScheduleError> {
+        Ok(self.inner.store.tenant_schedule_owners(tenant).await?.len())
+    }
+
+    /// Make the caller the owner of the schedule file it wrote (`file`);
+    /// with `settle`, due times up to now never run. The fresh sessions of
+    /// its runs use the workspace and provider of `from_session`.
+    pub async fn own(
         &self,
         scope: &PrincipalScope,
         from_session: SessionId,
         core: &str,
-        name: Option<&str>,
-        spec: &str,
-        prompt: &str,
-    ) -> Result<ScheduleRow, ScheduleError> {
-        let inner = &self.inner;
-        let prompt = prompt_ok(prompt)?;
-        let spec = spec.trim();
-        let (_, first) = schedule_spec::check(spec, inner.settings.min_interval, now_ms())?;
-        let taken: Vec<String> = self
-            .list(scope)
-            .await?
-            .into_iter()
-            .map(|r| r.name)
-            .collect();
-        let name = match name.map(str::trim).filter(|n| !n.is_empty()) {
-            Some(n) if !valid_name(n) => {
-                return Err(ScheduleError::Invalid(format!(
-                    "schedule_id {:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$",
-                    n.chars().take(80).collect::<String>()
-                )))
-            }
-            Some(n) if taken.iter().any(|t| t == n) => {
-                return Err(ScheduleError::Invalid(format!(
-                    "schedule_id {n:?} already exists; use action=update"
-                )))
-            }
-            Some(n) => n.to_owned(),
-            None => unique_name(&slug(&prompt), &taken),
-        };
-        let from = inner
+        schedule_id: &str,
+        file: &ScheduleFile,
+        settle: bool,
+    ) -> Result<(), ScheduleError> {
+        let from = self
+            .inner
             .store
             .get_session(scope.tenant(), scope.principal(), from_session)
             .await?
             .ok_or_else(|| ScheduleError::NotFound("the calling session".into()))?;
-        let session = inner
+        self.inner
             .store
-            .create_session(&NewSession {
-                id: SessionId::new(),
-                tenant: scope.tenant().clone(),
-                principal: scope.principal().clone(),
-                title: format!("schedule {name}"),
-                core: core.to_owned(),
-                workspace: from.workspace.clone(),
-                provider: from.provider.clone(),
+            .put_schedule_owner(&NewScheduleOwner {
+                tenant: scope.tenant(),
+                core,
+                schedule_id,
+                principal: scope.principal(),
+                owner_role: scope.role().as_str(),
+                workspace: &from.workspace,
+                provider: &from.provider,
+                file_digest: &digest(file),
+                settle,
             })
             .await?;
-        let id = format!("sched_{}", uuid::Uuid::now_v7().simple());
-        let inserted = inner
-            .store
-            .insert_schedule(
-                &NewSchedule {
-                    id: &id,
-                    tenant: scope.tenant(),
-                    principal: scope.principal(),
-                    owner_role: scope.role().as_str(),
-                    name: &name,
-                    core,
-                    session_id: session.id,
-                    spec,
-                    prompt: &prompt,
-                    next_fire_at: first,
-                },
-                i64::try_from(inner.settings.max_per_tenant).unwrap_or(i64::MAX),
-            )
-            .await;
-        match inserted {
-            Ok(true) => {}
-            Ok(false) => {
-                return Err(ScheduleError::Limit(format!(
-                    "schedule limit reached: tenant {} has {} schedules (--max-schedules-tenant)",
-                    scope.tenant().as_str(),
-                    inner.settings.max_per_tenant
-                )))
-            }
-            // A concurrent create of the same name lost the unique key.
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                return Err(ScheduleError::Invalid(format!(
-                    "schedule_id {name:?} already exists; use action=update"
-                )))
-            }
-            Err(e) => return Err(e.into()),
-        }
-        self.get(scope, &id).await
+        Ok(())
     }
 
-    /// Change the cron text and/or the prompt; a new text starts counting now.
-    pub async fn update(
+    /// Forget a deleted schedule's owner and runs.
+    pub async fn forget(
         &self,
-        scope: &PrincipalScope,
-        key: &str,
-        spec: Option<&str>,
-        prompt: Option<&str>,
-    ) -> Result<ScheduleRow, ScheduleError> {
-        if spec.is_none() && prompt.is_none() {
-            return Err(ScheduleError::Invalid(
-                "update needs schedule or prompt".into(),
-            ));
-        }
-        let row = self.get(scope, key).await?;
-        let prompt = match prompt {
-            Some(p) => prompt_ok(p)?,
-            None => row.prompt.clone(),
-        };
-        let (spec, next) = match spec.map(str::trim) {
-            Some(s) if s != row.spec => {
-                let (_, first) =
-                    schedule_spec::check(s, self.inner.settings.min_interval, now_ms())?;
-                (s.to_owned(), Some(first))
-            }
-            _ => (row.spec.clone(), row.next_fire_at),
-        };
-        self.save(scope, &row, &spec, &prompt, row.enabled, next)
-            .await
-    }
-
-    /// Enable (due times count from now) or disable a schedule.
-    pub async fn set_enabled(
-        &self,
-        scope: &PrincipalScope,
-        key: &str,
-        enabled: bool,
-    ) -> Result<ScheduleRow, ScheduleError> {
-        let row = self.get(scope, key).await?;
-        let next = if enabled {
-            let (_, first) =
-                schedule_spec::check(&row.spec, self.inner.settings.min_interval, now_ms())?;
-            Some(first)
-        } else {
-            row.next_fire_at
-        };
-        self.save(scope, &row, &row.spec, &row.prompt, enabled, next)
-            .await
-    }
-
-    async fn save(
-        &self,
-        scope: &PrincipalScope,
-        row: &ScheduleRow,
-        spec: &str,
-        prompt: &str,
-        enabled: bool,
-        next: Option<i64>,
-    ) -> Result<ScheduleRow, ScheduleError> {
-        let ok = self
+        tenant: &TenantId,
+        core: &str,
+        schedule_id: &str,
+    ) -> Result<(), ScheduleError> {
+        Ok(self
             .inner
             .store
-            .update_schedule(
-                scope.tenant(),
-                scope.principal(),
-                &row.id,
-                spec,
-                prompt,
-                enabled,
-                next,
-            )
-            .await?;
-        if !ok {
-            return Err(ScheduleError::NotFound(row.name.clone()));
-        }
-        self.get(scope, &row.id).await
+            .delete_schedule_owner(tenant, core, schedule_id)
+            .await?)
     }
 
-    /// Delete a schedule; no run of it starts afterwards. Its session and
-    /// the turns it ran stay.
-    pub async fn delete(
-        &self,
-        scope: &PrincipalScope,
-        key: &str,
-    ) -> Result<ScheduleRow, ScheduleError> {
-        let row = self.get(scope, key).await?;
-        if !self
-            .inner
-            .store
-            .delete_schedule(scope.tenant(), scope.principal(), &row.id)
-            .await?
-        {
-            return Err(ScheduleError::NotFound(row.name));
-        }
-        Ok(row)
+    /// Check a schedule text against the minimum interval.
+    pub fn check_spec(&self, spec: &str) -> Result<(), ScheduleError> {
+        schedule_spec::check(spec.trim(), self.inner.settings.min_interval, now_ms())?;
+        Ok(())
     }
 
     /// Look for due schedules every [`TICK`] until `stop`.
@@ -407,64 +366,166 @@ impl Schedules {
         });
     }
 
-    /// Fire every schedule due now that this instance wins.
+    /// Fire every owned schedule due now that this instance wins.
     pub async fn fire_due(&self) {
         let inner = &self.inner;
         let Some(sink) = inner.sink.get() else {
             return;
         };
-        let now = now_ms();
-        let due = match inner.store.due_schedules(now, DUE_PER_TICK).await {
+        let owners = match inner.store.all_schedule_owners().await {
             Ok(rows) => rows,
             Err(e) => {
-                tracing::warn!(error = %e, "could not read due schedules");
+                tracing::warn!(error = %e, "could not read schedule owners");
                 return;
             }
         };
-        for row in due {
-            let Some(due_at) = row.next_fire_at else {
+        let now = now_ms();
+        let mut views: HashMap<(String, String), Option<Arc<CoreView>>> = HashMap::new();
+        for o in owners {
+            let Ok(tenant) = TenantId::parse(&o.tenant_id) else {
                 continue;
             };
-            let next = match schedule_spec::parse(&row.spec) {
-                Ok(spec) => schedule_spec::next_after_run(&spec, due_at, now),
-                Err(e) => {
-                    tracing::warn!(schedule = %row.id, error = %e, "schedule unreadable; disabled");
-                    None
-                }
-            };
-            match inner.store.claim_schedule_run(&row.id, due_at, next).await {
-                Ok(true) => {}
-                Ok(false) => continue, // Another instance fired it, or it changed.
-                Err(e) => {
-                    tracing::warn!(schedule = %row.id, error = %e, "could not claim a schedule run");
-                    continue;
-                }
+            let key = (o.tenant_id.clone(), o.core.clone());
+            if !views.contains_key(&key) {
+                let v = self.live(&tenant, &o.core).await.ok();
+                views.insert(key.clone(), v);
             }
-            let scope = match (
-                TenantId::parse(&row.tenant_id),
-                PrincipalId::parse(&row.principal_id),
-            ) {
-                (Ok(t), Ok(p)) => {
-                    PrincipalScope::new(t, p, Role::parse(&row.owner_role).unwrap_or(Role::Member))
-                }
-                _ => continue,
+            let Some(Some(view)) = views.get(&key) else {
+                continue;
             };
-            match sink
-                .start_completion(scope, row.session_id, row.prompt.clone())
-                .await
-            {
-                Ok(()) => tracing::info!(schedule = %row.id, "schedule run started"),
-                Err(CompletionError::Busy) => tracing::warn!(
-                    schedule = %row.id,
-                    "schedule run skipped: the previous run of its session is still going"
-                ),
-                Err(CompletionError::Gone(why)) => {
-                    tracing::warn!(schedule = %row.id, reason = %why, "schedule session gone; disabled");
-                    let _ = inner.store.disable_schedule(&row.id).await;
-                }
-            }
+            let Some(Ok(file)) = view.schedules.get(&o.schedule_id) else {
+                continue;
+            };
+            let Some(due) = due_now(file, &o, now) else {
+                continue;
+            };
+            self.run(sink, tenant, &o, file, due).await;
         }
     }
+
+    async fn run(
+        &self,
+        sink: &Arc<dyn CompletionSink>,
+        tenant: TenantId,
+        o: &ScheduleOwner,
+        file: &ScheduleFile,
+        due: i64,
+    ) {
+        let store = &self.inner.store;
+        let session = SessionId::new();
+        match store
+            .claim_schedule_run(&o.tenant_id, &o.core, &o.schedule_id, due, session)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return, // Another instance runs it.
+            Err(e) => {
+                tracing::warn!(schedule = %o.schedule_id, error = %e, "could not claim a schedule run");
+                return;
+            }
+        }
+        let Ok(principal) = PrincipalId::parse(&o.principal_id) else {
+            return;
+        };
+        let status = match store
+            .create_session(&NewSession {
+                id: session,
+                tenant: tenant.clone(),
+                principal: principal.clone(),
+                title: format!("schedule {}", o.schedule_id),
+                core: o.core.clone(),
+                workspace: o.workspace.clone(),
+                provider: o.provider.clone(),
+            })
+            .await
+        {
+            Err(e) => format!("failed: session: {e}"),
+            Ok(_) => {
+                let role = Role::parse(&o.owner_role).unwrap_or(Role::Member);
+                let scope = PrincipalScope::new(tenant, principal, role);
+                match sink
+                    .start_completion(scope, session, file.prompt.clone())
+                    .await
+                {
+                    Ok(()) => "started".to_owned(),
+                    Err(CompletionError::Busy) => "failed: busy".to_owned(),
+                    Err(CompletionError::Gone(why)) => format!("failed: {why}"),
+                }
+            }
+        };
+        tracing::info!(schedule = %o.schedule_id, core = %o.core, due, %status, "schedule run");
+        if let Err(e) = store
+            .set_schedule_run_status(&o.tenant_id, &o.core, &o.schedule_id, due, &status)
+            .await
+        {
+            tracing::warn!(error = %e, "could not record a schedule run's status");
+        }
+    }
+}
+
+/// The file of schedule `id` relative to the core folder `core_dir`: the
+/// existing `<id>.yml` when there is one and no `<id>.yaml`, else
+/// `<id>.yaml` (what a new schedule is written as).
+pub fn file_rel(
+    core_dir: &std::path::Path,
+    root: &str,
+    id: &str,
+) -> Result<String, ScheduleFileError> {
+    let yaml = schedule_file::file_path(root, id)?;
+    let yml = format!("{}/{id}.yml", root.trim_end_matches('/'));
+    if !core_dir.join(&yaml).is_file() && core_dir.join(&yml).is_file() {
+        return Ok(yml);
+    }
+    Ok(yaml)
+}
+
+/// The SHA-256 of a schedule as `schedule_manage` writes it (rendered from
+/// its parsed form, so only what it says counts, not its layout).
+pub fn digest(f: &ScheduleFile) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(schedule_file::render(f).as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Who a readable schedule file runs as, or why nobody (pure): the owner
+/// `schedule_manage` recorded, while the file is still what it wrote.
+pub fn runs_as<'a>(
+    file: &ScheduleFile,
+    owner: Option<&'a ScheduleOwner>,
+) -> Result<&'a ScheduleOwner, &'static str> {
+    match owner {
+        None => Err(NO_OWNER),
+        Some(o) if o.file_digest != digest(file) => Err(CHANGED),
+        Some(o) => Ok(o),
+    }
+}
+
+/// The due time to run now for an owned schedule file, if any (pure).
+pub fn due_now(file: &ScheduleFile, o: &ScheduleOwner, now: i64) -> Option<i64> {
+    if !file.enabled || runs_as(file, Some(o)).is_err() {
+        return None;
+    }
+    let spec = file.spec().ok()?;
+    let since = o.last_due.map_or(o.since_ms, |d| d.max(o.since_ms));
+    schedule_file::due_run(&spec, since, now)
+}
+
+/// A core's schedule files joined with the tenant's owner rows (pure).
+pub fn listed(core: &str, view: &CoreView, owners: &[ScheduleOwner]) -> Vec<Listed> {
+    view.schedules
+        .iter()
+        .map(|(id, file)| Listed {
+            schedule_id: id.clone(),
+            core: core.to_owned(),
+            file: file.clone().map_err(|e| e.to_string()),
+            owner: owners
+                .iter()
+                .find(|o| o.core == core && &o.schedule_id == id)
+                .cloned(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -493,33 +554,79 @@ mod tests {
         assert_eq!(unique_name("b", &taken), "b");
     }
 
-    #[test]
-    fn the_view_is_bounded_and_has_no_owner() {
-        let row = ScheduleRow {
-            id: "sched_1".into(),
+    fn owner(since: i64, last_due: Option<i64>) -> ScheduleOwner {
+        ScheduleOwner {
             tenant_id: "acme".into(),
+            core: "assistant".into(),
+            schedule_id: "tick".into(),
             principal_id: "alice".into(),
             owner_role: "member".into(),
-            name: "daily".into(),
+            workspace: "w".into(),
+            provider: "fake".into(),
+            since_ms: since,
+            file_digest: digest(&ScheduleFile::new("every 10s", "p").unwrap()),
+            last_due,
+            last_started: None,
+            last_session: None,
+            last_status: None,
+            run_count: 0,
+        }
+    }
+
+    #[test]
+    fn a_due_time_runs_once_after_since_and_the_last_run() {
+        let f = ScheduleFile::new("every 10s", "p").unwrap();
+        // Created at 5s: nothing due before the grid point 10s.
+        assert_eq!(due_now(&f, &owner(5_000, None), 9_999), None);
+        assert_eq!(due_now(&f, &owner(5_000, None), 10_000), Some(10_000));
+        // The 10s run happened: not again, next at 20s.
+        assert_eq!(due_now(&f, &owner(5_000, Some(10_000)), 19_999), None);
+        // Down from 12s to 55s: one catch-up run, the latest missed.
+        assert_eq!(
+            due_now(&f, &owner(5_000, Some(10_000)), 55_000),
+            Some(50_000)
+        );
+        // Re-enabled at 30s: due times while paused never run.
+        assert_eq!(due_now(&f, &owner(30_000, Some(10_000)), 35_000), None);
+        let mut off = f.clone();
+        off.enabled = false;
+        assert_eq!(due_now(&off, &owner(0, None), 100_000), None);
+        // Changed outside schedule_manage: runs as nobody.
+        let mut edited = f.clone();
+        edited.prompt = "something else".into();
+        assert_eq!(due_now(&edited, &owner(0, None), 100_000), None);
+        assert_eq!(runs_as(&edited, Some(&owner(0, None))).err(), Some(CHANGED));
+        assert!(runs_as(&f, Some(&owner(0, None))).is_ok());
+    }
+
+    #[test]
+    fn the_view_is_bounded_and_says_why_an_unowned_schedule_does_not_run() {
+        let l = Listed {
+            schedule_id: "daily".into(),
             core: "assistant".into(),
-            session_id: SessionId::new(),
-            spec: "0 9 * * *".into(),
-            prompt: "p".repeat(500),
-            enabled: true,
-            next_fire_at: Some(0),
-            last_fired_at: None,
-            last_turn_id: None,
-            fire_count: 3,
-            created_at: 0,
-            updated_at: 0,
+            file: Ok(ScheduleFile::new("0 9 * * *", &"p".repeat(500)).unwrap()),
+            owner: None,
         };
-        let v = view(&row);
+        let v = view(&l);
         assert_eq!(
             v["prompt_preview"].as_str().unwrap().chars().count(),
             PROMPT_PREVIEW_CHARS + 3
         );
-        assert_eq!(v["run_count"], 3);
-        let text = v.to_string();
-        assert!(!text.contains("alice") && !text.contains("acme"), "{text}");
+        assert_eq!(v["owner"], Value::Null);
+        assert_eq!(v["owner_reason"], NO_OWNER);
+        assert_eq!(
+            v["next_run_at"],
+            Value::Null,
+            "an unowned schedule never runs"
+        );
+        let broken = Listed {
+            file: Err("invalid schedule: bad cron".into()),
+            owner: Some(owner(0, None)),
+            ..l
+        };
+        let v = view(&broken);
+        assert_eq!(v["error"], "invalid schedule: bad cron");
+        assert_eq!(v["owner"], "alice");
+        assert_eq!(v["next_run_at"], Value::Null);
     }
 }
