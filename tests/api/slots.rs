@@ -241,15 +241,14 @@ async fn a_failing_slot_follows_its_failure_policy() {
             "{error}"
         );
 
-        // A client this host does not offer fails the slot with a clear message.
+        // State the core does not grant fails the slot with a clear message.
         let sid = session_on(&app, &tok, "nostate").await;
         let evs = turn(&app, &tok, &sid, "x").await;
         let f = evs.iter().find(|e| e["type"] == "slot.failed").unwrap();
         assert!(
-            f["data"]["error"]
-                .as_str()
-                .unwrap()
-                .contains("ctx.state is not offered to slots"),
+            f["data"]["error"].as_str().unwrap().contains(
+                "capability \"state.session.write\" is not granted to slot agent/input/stateful"
+            ),
             "{f}"
         );
         assert_eq!(last(&evs)["type"], "turn.completed");
@@ -371,6 +370,149 @@ async fn bootstrap_runs_once_per_session_and_for_children_only_when_asked() {
                 use_bootstrap,
                 "use_bootstrap {use_bootstrap}"
             );
+        }
+    }
+}
+
+/// Counts turns in session state and visits in core state; the user
+/// message it adds says both.
+const COUNT_PY: &str = "def process(ctx):\n    \
+n = ctx.state.session.get('turns', 0) + 1\n    \
+assert ctx.state.session.set('turns', n) == n\n    \
+visits = ctx.state.core.append('visits', ctx.turn.session_id)\n    \
+assert ctx.state.core.snapshot()['schema_version'] == 1\n    \
+ctx.input.add_context(f'turn {n}, visit {len(visits)}', role='user', write_history=False)\n";
+/// Writes core state it holds no grant for.
+const GREEDY_PY: &str = "def process(ctx):\n    ctx.state.core.merge('prefs', {'tone': 'short'})\n";
+/// Asks for a malformed target.
+const MALFORMED_PY: &str = "def process(ctx):\n    ctx.state.session.set('a..b', 1)\n";
+
+fn counting_core(app: &TestApp, tenant: &str) {
+    let dir = app.home.join("tenants").join(tenant).join("agents/counter");
+    write(
+        &dir,
+        "agent.yaml",
+        "schema_version: 1\nagent:\n  id: counter\ntools:\n  toolsets: [coding]\n\
+         capabilities:\n  defaults: {}\n  slots:\n    agent/input/count:\n      \
+         state.session.read: {}\n      state.session.write: {}\n      \
+         state.core.read: {}\n      state.core.write:visits: {}\n    \
+         agent/input/greedy:\n      state.core.write:visits: {}\n",
+    );
+    slot(&dir, "input", "base_input", "hard", BASE_INPUT_PY);
+    slot(&dir, "output", "base_output", "hard", BASE_OUTPUT_PY);
+    slot(&dir, "input", "count", "hard", COUNT_PY);
+    slot(&dir, "input", "greedy", "soft", GREEDY_PY);
+    slot(&dir, "input", "malformed", "soft", MALFORMED_PY);
+    write(
+        &dir,
+        "agent/pipelines.yaml",
+        "schema_version: 1\ninput:\n  serial: [count, greedy, malformed, base_input]\n\
+         output:\n  serial: [base_output]\n",
+    );
+}
+
+#[tokio::test]
+async fn slot_state_is_kept_per_session_and_core_under_the_slots_grants() {
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let alice = app.token("default", "alice");
+        let bob = app.token("default", "bob");
+        counting_core(&app, "default");
+
+        let first = session_on(&app, &alice, "counter").await;
+        for (sid, tok, want) in [
+            (&first, &alice, "[fake] turn 1, visit 1\n\nhi"),
+            (&first, &alice, "[fake] turn 2, visit 2\n\nhi"),
+        ] {
+            let evs = turn(&app, tok, sid, "hi").await;
+            assert_eq!(last(&evs)["type"], "turn.completed", "{backend:?} {evs:?}");
+            assert_eq!(last(&evs)["data"]["output"], want, "{backend:?}");
+            // Each turn: the ungranted write and the malformed target fail
+            // their soft slots with a message saying why; nothing else fails.
+            let failed: Vec<(&str, &str)> = evs
+                .iter()
+                .filter(|e| e["type"] == "slot.failed")
+                .map(|e| {
+                    (
+                        e["data"]["slot_id"].as_str().unwrap(),
+                        e["data"]["error"].as_str().unwrap(),
+                    )
+                })
+                .collect();
+            assert_eq!(failed.len(), 2, "{failed:?}");
+            assert_eq!(failed[0].0, "greedy");
+            assert!(
+                failed[0]
+                    .1
+                    .contains("capability \"state.core.write\" is not granted"),
+                "{failed:?}"
+            );
+            assert_eq!(failed[1].0, "malformed");
+            assert!(failed[1].1.contains("empty segment"), "{failed:?}");
+        }
+        // A new session (another principal's, on the same core) starts its
+        // own session state and shares the core's.
+        let second = session_on(&app, &bob, "counter").await;
+        let evs = turn(&app, &bob, &second, "hi").await;
+        assert_eq!(
+            last(&evs)["data"]["output"],
+            "[fake] turn 1, visit 3\n\nhi",
+            "{backend:?}"
+        );
+
+        // Another tenant's core of the same id keeps its own state.
+        let carol = app.token("acme", "carol");
+        let seeded = app.create_session(&carol).await;
+        assert!(!seeded.is_empty());
+        counting_core(&app, "acme");
+        let theirs = session_on(&app, &carol, "counter").await;
+        let evs = turn(&app, &carol, &theirs, "hi").await;
+        assert_eq!(
+            last(&evs)["data"]["output"],
+            "[fake] turn 1, visit 1\n\nhi",
+            "{backend:?} {evs:?}"
+        );
+    }
+}
+
+/// Appends ten numbers to core state (run four at once in a parallel group).
+const APPEND_PY: &str =
+    "def process(ctx):\n    for i in range(10):\n        ctx.state.core.append('hits', i)\n";
+const TALLY_PY: &str = "def process(ctx):\n    \
+ctx.input.add_context(f\"hits {len(ctx.state.core.get('hits', []))}\", role='user', write_history=False)\n";
+
+#[tokio::test]
+async fn concurrent_state_writes_from_parallel_slots_all_land() {
+    for backend in backends() {
+        let app = spawn_app(backend).await;
+        let tok = app.token("default", "alice");
+        let dir = core_dir(&app, "racer");
+        write(
+            &dir,
+            "agent.yaml",
+            "schema_version: 1\nagent:\n  id: racer\ntools:\n  toolsets: [coding]\n\
+             capabilities:\n  defaults:\n    state.core.read: {}\n    state.core.write: {}\n",
+        );
+        slot(&dir, "input", "base_input", "hard", BASE_INPUT_PY);
+        slot(&dir, "output", "base_output", "hard", BASE_OUTPUT_PY);
+        slot(&dir, "input", "tally", "hard", TALLY_PY);
+        for id in ["w1", "w2", "w3", "w4"] {
+            slot(&dir, "input", id, "hard", APPEND_PY);
+        }
+        write(
+            &dir,
+            "agent/pipelines.yaml",
+            "schema_version: 1\ninput:\n  serial: [tally, base_input]\n  parallel: [w1, w2, w3, w4]\n\
+             output:\n  serial: [base_output]\n",
+        );
+        let sid = session_on(&app, &tok, "racer").await;
+        // Serial slots run before the parallel group: the first turn sees
+        // nothing yet, the second every one of the 40 appends.
+        for want in ["[fake] hits 0\n\nx", "[fake] hits 40\n\nx"] {
+            let evs = turn(&app, &tok, &sid, "x").await;
+            assert_eq!(last(&evs)["type"], "turn.completed", "{backend:?} {evs:?}");
+            assert!(!evs.iter().any(|e| e["type"] == "slot.failed"), "{evs:?}");
+            assert_eq!(last(&evs)["data"]["output"], want, "{backend:?}");
         }
     }
 }

@@ -28,6 +28,16 @@ pub enum FromRunner {
         #[serde(default)]
         slot_path: Option<String>,
     },
+    /// `ctx.state.<scope>.<action>(target, value)` of a slot.
+    State {
+        id: u64,
+        scope: String,
+        action: String,
+        #[serde(default)]
+        target: String,
+        #[serde(default)]
+        value: Value,
+    },
     Output {
         id: u64,
         #[serde(default)]
@@ -138,6 +148,20 @@ impl SlotMessage<'_> {
 /// The host's answer to a capability question.
 pub fn capability_reply(id: u64, allowed: bool) -> String {
     let mut s = json!({"op": "capability", "id": id, "allowed": allowed}).to_string();
+    s.push('\n');
+    s
+}
+
+/// The host's answer to a state request: the value, or why it was refused
+/// (`kind` `capability`, `invalid` or `unavailable`; the runner raises
+/// `CapabilityDenied`, `ValueError` or `RuntimeError`).
+pub fn state_reply(id: u64, answer: Result<Value, (&str, String)>) -> String {
+    let mut s = match answer {
+        Ok(value) => json!({"op": "state", "id": id, "ok": true, "value": value}),
+        Err((kind, message)) => json!({"op": "state", "id": id, "ok": false,
+            "kind": kind, "message": clip(&message, MAX_ERROR_CHARS)}),
+    }
+    .to_string();
     s.push('\n');
     s
 }

@@ -127,3 +127,42 @@ fn raised_errors_are_typed_and_bounded() {
     let o = outcome_from_error("raised", "E", &long);
     assert!(o.content.as_str().unwrap().chars().count() <= MAX_ERROR_CHARS + 30);
 }
+
+#[test]
+fn state_requests_parse_and_replies_are_one_line() {
+    assert_eq!(
+        parse_line(
+            r#"{"op":"state","id":3,"scope":"session","action":"set","target":"n","value":2}"#
+        ),
+        Some(FromRunner::State {
+            id: 3,
+            scope: "session".into(),
+            action: "set".into(),
+            target: "n".into(),
+            value: json!(2)
+        })
+    );
+    assert_eq!(
+        parse_line(r#"{"op":"state","id":4,"scope":"core","action":"snapshot"}"#),
+        Some(FromRunner::State {
+            id: 4,
+            scope: "core".into(),
+            action: "snapshot".into(),
+            target: String::new(),
+            value: Value::Null
+        })
+    );
+    assert_eq!(parse_line(r#"{"op":"state","id":4,"action":"get"}"#), None);
+    let ok = state_reply(5, Ok(json!({"a": 1})));
+    assert!(ok.ends_with('\n') && ok.matches('\n').count() == 1);
+    let v: Value = serde_json::from_str(ok.trim_end()).unwrap();
+    assert_eq!(
+        v,
+        json!({"op": "state", "id": 5, "ok": true, "value": {"a": 1}})
+    );
+    let err = state_reply(6, Err(("capability", "x".repeat(MAX_ERROR_CHARS * 2))));
+    let v: Value = serde_json::from_str(err.trim_end()).unwrap();
+    assert_eq!(v["ok"], json!(false));
+    assert_eq!(v["kind"], json!("capability"));
+    assert!(v["message"].as_str().unwrap().chars().count() <= MAX_ERROR_CHARS + 1);
+}

@@ -116,6 +116,24 @@ pub struct SlotRun<'a> {
     pub history_policy: &'a str,
 }
 
+/// A slot's `ctx.state` request, as the runner sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateAsk {
+    pub scope: String,
+    pub action: String,
+    pub target: String,
+    pub value: Value,
+}
+
+/// What the host answers a state request: the value, or (`capability` |
+/// `invalid` | `unavailable`, why).
+pub type StateAnswer = Result<Value, (&'static str, String)>;
+
+/// Answers `ctx.state` requests of one slot (tools get none: `ctx.state`
+/// is a slot client).
+pub type StateFn<'a> =
+    dyn Fn(StateAsk) -> futures_util::future::BoxFuture<'static, StateAnswer> + Sync + 'a;
+
 /// Builds a request line from (call id, tool folder, lib folder, workspace).
 type LineFn<'a> = dyn Fn(u64, &str, Option<&str>, &str) -> String + Sync + 'a;
 
@@ -178,7 +196,7 @@ impl Runners {
             }
             .line()
         };
-        match self.run(&inv, &line, allow, &output, cancel).await {
+        match self.run(&inv, &line, allow, None, &output, cancel).await {
             Ok(Reply::Value(value)) => protocol::outcome_from_value(&value),
             Ok(Reply::Raised {
                 kind,
@@ -192,11 +210,13 @@ impl Runners {
     /// Run one bootstrap/input/output slot (`inv.spec` describes its folder
     /// and entrypoint, `inv.args` the phase's context). The value is what
     /// the slot asked for (`demiurge.slots`); `Err` is why it failed, one line.
+    /// `state` answers `ctx.state` (`None`: the phase offers no state).
     pub async fn slot(
         &self,
         inv: Invocation<'_>,
         slot: SlotRun<'_>,
         allow: &(dyn Fn(&str) -> bool + Sync),
+        state: Option<&StateFn<'_>>,
         cancel: &CancellationToken,
     ) -> Result<Value, String> {
         let spec = inv.spec;
@@ -223,7 +243,7 @@ impl Runners {
         };
         // Printed text of a slot has no tool card to go to: dropped.
         let (sink, _drop) = tokio::sync::mpsc::channel(1);
-        match self.run(&inv, &line, allow, &sink, cancel).await {
+        match self.run(&inv, &line, allow, state, &sink, cancel).await {
             Ok(Reply::Value(value)) => Ok(value),
             Ok(Reply::Raised {
                 kind,
@@ -244,6 +264,7 @@ impl Runners {
         inv: &Invocation<'_>,
         line: &LineFn<'_>,
         allow: &(dyn Fn(&str) -> bool + Sync),
+        state: Option<&StateFn<'_>>,
         output: &tokio::sync::mpsc::Sender<(&'static str, String)>,
         cancel: &CancellationToken,
     ) -> Result<Reply, ToolOutcome> {
@@ -296,7 +317,7 @@ impl Runners {
         let id = runner.next_id;
         let request = line(id, &dir, lib.as_deref(), &workspace);
         let result = tokio::select! {
-            r = exchange(&mut runner, id, &request, allow, output) => r,
+            r = exchange(&mut runner, id, &request, allow, state, output) => r,
             () = tokio::time::sleep_until(deadline.into()) => Err(Broken::TimedOut),
             () = cancel.cancelled() => Err(Broken::Cancelled),
         };
@@ -643,6 +664,7 @@ async fn exchange(
     id: u64,
     request: &str,
     allow: &(dyn Fn(&str) -> bool + Sync),
+    state: Option<&StateFn<'_>>,
     output: &tokio::sync::mpsc::Sender<(&'static str, String)>,
 ) -> Result<Reply, Broken> {
     runner
@@ -665,6 +687,35 @@ async fn exchange(
         match protocol::parse_line(line.trim_end()) {
             Some(FromRunner::Capability { id: cid, name, .. }) if cid == id => {
                 let reply = protocol::capability_reply(id, allow(&name));
+                runner
+                    .stdin
+                    .write_all(reply.as_bytes())
+                    .await
+                    .map_err(|_| Broken::Failed("the authored tool runner exited".into()))?;
+            }
+            Some(FromRunner::State {
+                id: sid,
+                scope,
+                action,
+                target,
+                value,
+            }) if sid == id => {
+                let answer = match state {
+                    Some(answer) => {
+                        answer(StateAsk {
+                            scope,
+                            action,
+                            target,
+                            value,
+                        })
+                        .await
+                    }
+                    None => Err((
+                        "unavailable",
+                        "ctx.state is offered to input and output slots only".to_owned(),
+                    )),
+                };
+                let reply = protocol::state_reply(id, answer);
                 runner
                     .stdin
                     .write_all(reply.as_bytes())

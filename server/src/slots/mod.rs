@@ -5,9 +5,10 @@
 //! [`plan`] decides what runs in which order (pure, tested beside it);
 //! [`run`] executes a planned phase on the runner and folds what the slots
 //! asked for (context, deliveries, bootstrap text) into one result the turn
-//! applies.
+//! applies; [`state`] is what `ctx.state` requests mean (pure).
 
 pub mod plan;
 pub mod run;
+pub mod state;
 
 pub use plan::{Group, Lane, Native, Pipeline, PlanError, Selection, SlotSpec};

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::plan::{Group, Lane, Native, SlotSpec};
 use crate::authored::runner::Invocation;
-use crate::authored::{Runners, SlotRun};
+use crate::authored::{Runners, SlotRun, StateAnswer, StateAsk};
 use crate::catalog::AuthoredSpec;
 use crate::core::manifest::{FailurePolicy, HistoryPolicy};
 use crate::exec::sandbox::Sandbox;
@@ -215,10 +215,17 @@ pub struct SlotEnv<'a> {
     pub timeout: Duration,
     /// `ctx.capability.can(name)` of a slot.
     pub allow: &'a (dyn Fn(&SlotSpec, &str) -> bool + Sync),
+    /// `ctx.state` of a slot (`None`: the phase offers none, as bootstrap).
+    pub state: Option<&'a StateHandler<'a>>,
     /// `session_id`, `turn_id`, `core_id`, `core_revision`, `user_input`.
     pub turn: Value,
     pub cancel: &'a CancellationToken,
 }
+
+/// Answers one slot's `ctx.state` request.
+pub type StateHandler<'a> = dyn Fn(&SlotSpec, StateAsk) -> futures_util::future::BoxFuture<'static, StateAnswer>
+    + Sync
+    + 'a;
 
 /// Whether the slot ran in the runner, and what it returned.
 type SlotResult = (bool, Result<Value, String>);
@@ -264,7 +271,16 @@ async fn run_slot(
         lane: lane.as_str(),
         history_policy: policy_str(slot.history_policy),
     };
-    (true, env.runners.slot(inv, run, &allow, env.cancel).await)
+    let state = env
+        .state
+        .map(|answer| move |ask: StateAsk| answer(slot, ask));
+    let state = state
+        .as_ref()
+        .map(|f| f as &crate::authored::runner::StateFn<'_>);
+    (
+        true,
+        env.runners.slot(inv, run, &allow, state, env.cancel).await,
+    )
 }
 
 /// Run the `groups` of one phase with the phase's `context` (`input`, `output`,

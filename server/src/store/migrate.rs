@@ -139,6 +139,12 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0063_session_slots.sql"),
         postgres: include_str!("../../../migrations/postgres/0063_session_slots.sql"),
     },
+    Embedded {
+        version: 64,
+        name: "module_state",
+        sqlite: include_str!("../../../migrations/sqlite/0064_module_state.sql"),
+        postgres: include_str!("../../../migrations/postgres/0064_module_state.sql"),
+    },
 ];
 
 /// The embedded migrations of one backend, as sqlx sees them.

@@ -5,6 +5,7 @@
 //! A failed slot emits `slot.failed`; a `hard` one fails the turn with
 //! `slot_failed`. The phase plans come from [`crate::slots::plan`].
 
+use futures_util::FutureExt as _;
 use serde_json::{json, Value};
 
 use super::{TurnContext, TurnEnd, TurnService};
@@ -16,6 +17,7 @@ use crate::home::HomeLayout;
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::slots::plan::{self, Group, Selection};
 use crate::slots::run::{self, Effects, SlotEnv};
+use crate::slots::state::{self as slot_state, StateError};
 use crate::wire::events::{self, EventPayload};
 
 /// Messages of the session a slot's `ctx.history` offers.
@@ -263,6 +265,57 @@ impl TurnService {
         let allow = |slot: &crate::slots::SlotSpec, cap: &str| {
             grants.allows(cap, Some(&slot.slot_path), &slot.capabilities, true)
         };
+        // `ctx.state`: input and output slots only (bootstrap runs before
+        // the session has turns), each request under the slot's grants.
+        let store = inner.store.clone();
+        let owner = (
+            tenant.as_str().to_owned(),
+            ctx.session.core.clone(),
+            ctx.session.id.to_string(),
+            ctx.turn_id.to_string(),
+        );
+        let answer_state = |slot: &crate::slots::SlotSpec, ask: crate::authored::StateAsk| {
+            let refused = |e: StateError| -> crate::authored::StateAnswer {
+                Err(match e {
+                    StateError::Invalid(m) => ("invalid", m),
+                    StateError::Denied(m) => ("capability", m),
+                    StateError::Unavailable(m) => ("unavailable", m),
+                })
+            };
+            let req =
+                match slot_state::parse_request(&ask.scope, &ask.action, &ask.target, ask.value) {
+                    Ok(r) => r,
+                    Err(e) => return futures_util::future::ready(refused(e)).boxed(),
+                };
+            let caps = slot_state::capabilities(&req);
+            if !caps.iter().any(|c| allow(slot, c)) {
+                let generic = caps.last().cloned().unwrap_or_default();
+                return futures_util::future::ready(refused(StateError::Denied(format!(
+                    "capability {generic:?} is not granted to slot {}",
+                    slot.slot_path
+                ))))
+                .boxed();
+            }
+            let store = store.clone();
+            let (tenant, core, session, turn) = owner.clone();
+            let slot_path = slot.slot_path.clone();
+            async move {
+                let scope = crate::store::module_state_scope(&req, &session);
+                let answer = if req.action.writes() {
+                    store
+                        .write_module_state(&tenant, &core, &scope, &req, &slot_path, Some(&turn))
+                        .await
+                } else {
+                    store.read_module_state(&tenant, &core, &scope, &req).await
+                };
+                answer.or_else(refused)
+            }
+            .boxed()
+        };
+        let state: Option<&run::StateHandler<'_>> = match phase {
+            Phase::Bootstrap => None,
+            _ => Some(&answer_state),
+        };
         let env = SlotEnv {
             runners: &walls.authored,
             sandbox: &walls.sandbox,
@@ -275,6 +328,7 @@ impl TurnService {
             network: walls.terminal_network && !catalog.terminal_network_off(),
             timeout: walls.authored_timeout,
             allow: &allow,
+            state,
             turn: json!({"session_id": ctx.session.id, "turn_id": ctx.turn_id,
                 "core_id": ctx.session.core, "core_revision": call_ctx.core_fingerprint,
                 "user_input": ctx.input}),

@@ -12,9 +12,12 @@ at stderr so stray writes cannot corrupt the protocol). One call at a time:
 
   host -> {"op": "slot", "id", "slot": {...}, "turn": {...}, "workspace",
            "input": {"raw_text"}, "output": {"response_text"}, "history": [...]}
-  runner -> the same capability/output messages, then {"op": "result", "id",
-            "value": {"bootstrap", "context", "deliveries", "result"}} (what
-            the slot asked for, see ``demiurge.slots``) or an error.
+  runner -> the same capability/output messages, {"op": "state", "id",
+            "scope", "action", "target", "value"} for ``ctx.state`` (host
+            answers {"op": "state", "id", "ok", "value"} or {"op": "state",
+            "id", "ok": false, "kind", "message"}), then {"op": "result",
+            "id", "value": {"bootstrap", "context", "deliveries", "result"}}
+            (what the slot asked for, see ``demiurge.slots``) or an error.
 """
 
 import asyncio
@@ -64,6 +67,26 @@ class _Capability:
     def require(self, capability, *, slot_path=None):
         if not self.can(capability, slot_path=slot_path):
             raise CapabilityDenied(f"capability {capability!r} is not granted to this tool")
+
+
+class _StateHost:
+    """Carries ``ctx.state`` requests to the host; a refusal raises."""
+
+    def __init__(self, call_id):
+        self._id = call_id
+
+    def __call__(self, scope, action, target, value):
+        _send({"op": "state", "id": self._id, "scope": scope, "action": action,
+               "target": target, "value": value})
+        reply = _receive()
+        if reply.get("ok"):
+            return reply.get("value")
+        kind, message = reply.get("kind"), str(reply.get("message") or "refused")
+        if kind == "capability":
+            raise CapabilityDenied(message)
+        if kind == "invalid":
+            raise ValueError(message)
+        raise RuntimeError(message)
 
 
 class _Output:
@@ -191,6 +214,7 @@ def _slot(message):
             user_input=AgentInput(content=turn.get("user_input", "")), metadata={},
         )
         ctx.history = _slots.HistoryClient(message.get("history"))
+        ctx.state = _slots.StateClient(_StateHost(call_id))
         if phase == "input":
             ctx.input = _slots.InputClient(effects, lane, (message.get("input") or {}).get(
                 "raw_text", ""), workspace, session_root)

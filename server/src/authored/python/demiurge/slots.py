@@ -6,7 +6,9 @@ project's slot modules read and write (``ctx.bootstrap.add``,
 ``send_text``, ``ctx.history.recent_messages``, ``ctx.result``), so its
 example cores run unchanged. What a slot asks for is collected here and
 returned to the host as one value; the host applies it to the turn.
-Clients this host does not offer to slots (``ctx.state``, ``ctx.tools``,
+``ctx.state.core`` / ``ctx.state.session`` ask the host, which checks the
+slot's ``state.<scope>.read|write[:target]`` grants and keeps the state in
+its database. Clients this host does not offer to slots (``ctx.tools``,
 ``ctx.agents``, ``ctx.skills``, artifact deliveries) raise a
 ``RuntimeError`` that says so, which fails the slot under its
 ``failure_policy``.
@@ -14,7 +16,9 @@ Clients this host does not offer to slots (``ctx.state``, ``ctx.tools``,
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,13 +31,12 @@ class SlotUnavailable(RuntimeError):
 
 
 class _Unavailable:
-    def __init__(self, name):
+    def __init__(self, name, why="is not offered to slots on this demiurge host"):
         self._name = name
+        self._why = why
 
     def __getattr__(self, attr):
-        raise SlotUnavailable(
-            f"ctx.{self._name} is not offered to slots on this demiurge host "
-            f"(tried ctx.{self._name}.{attr})")
+        raise SlotUnavailable(f"ctx.{self._name} {self._why} (tried ctx.{self._name}.{attr})")
 
 
 def _policy(default, write_history=None, history_policy=None):
@@ -130,6 +133,50 @@ class OutputClient(_Delivery):
         self.session_root = Path(session_root) if session_root else None
 
 
+def _json(value):
+    """The value as the host will keep it; refuses what JSON cannot hold."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"state values must be JSON (objects, arrays, text, finite numbers, "
+                         f"booleans, None): {exc}") from None
+
+
+class ScopedStateClient:
+    """``ctx.state.core`` or ``ctx.state.session``: each call is answered by
+    the host (``ask(scope, action, target, value)``), which checks the
+    slot's grants; a refused grant raises ``CapabilityDenied``."""
+
+    def __init__(self, ask, scope):
+        self._ask = ask
+        self._scope = scope
+
+    def get(self, target, default=None):
+        return self._ask(self._scope, "get", str(target), _json(default))
+
+    def set(self, target, value):
+        return self._ask(self._scope, "set", str(target), _json(value))
+
+    def merge(self, target, value):
+        if not isinstance(value, Mapping):
+            raise TypeError("merge requires a mapping")
+        return self._ask(self._scope, "merge", str(target), _json(dict(value)))
+
+    def append(self, target, value):
+        return self._ask(self._scope, "append", str(target), _json(value))
+
+    def snapshot(self):
+        return self._ask(self._scope, "snapshot", "", None)
+
+
+class StateClient:
+    """``ctx.state``: ``core`` (the Agent Core's) and ``session`` (this session's)."""
+
+    def __init__(self, ask):
+        self.core = ScopedStateClient(ask, "core")
+        self.session = ScopedStateClient(ask, "session")
+
+
 @dataclass(slots=True)
 class HistoryMessageSummary:
     message_id: str
@@ -211,7 +258,9 @@ class SlotContext:
     output: Any = None
     history: Any = None
     result: Any = None
-    state: Any = field(default_factory=lambda: _Unavailable("state"))
+    # Input and output slots get a ``StateClient``; bootstrap slots do not.
+    state: Any = field(default_factory=lambda: _Unavailable(
+        "state", "is offered to input and output slots, not to bootstrap slots"))
     tools: Any = field(default_factory=lambda: _Unavailable("tools"))
     agents: Any = field(default_factory=lambda: _Unavailable("agents"))
     skills: Any = field(default_factory=lambda: _Unavailable("skills"))
@@ -229,6 +278,8 @@ __all__ = [
     "OutputClient",
     "ResultClient",
     "SlotContext",
+    "ScopedStateClient",
     "SlotUnavailable",
+    "StateClient",
     "new_effects",
 ]
