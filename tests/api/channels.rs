@@ -583,6 +583,22 @@ async fn telegram_reply_survives_a_restart() {
         );
         tg.wait(1, "a failed attempt", |r| text_of(r) == "[fake] persist")
             .await;
+        // Crash once the failed attempt is on record (its retry is due in
+        // seconds); a crash in the middle of an attempt would leave the row
+        // leased for LEASE_MS (30 s) instead, which this test does not wait out.
+        let id = acct["id"].as_str().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let (_, a) = app.get(&op, &format!("/v1/channels/accounts/{id}")).await;
+            if a["status"]["last_error"].is_string() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no error recorded: {a}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let app = app.restart_after_crash().await;
         tg.state.down.store(false, Ordering::SeqCst);
         let before = tg.requests().len();

@@ -516,3 +516,200 @@ async fn concurrent_state_writes_from_parallel_slots_all_land() {
         }
     }
 }
+
+/// Adds a todo and writes a file through the host's tools; says what came back.
+const JOT_PY: &str = "async def process(ctx):\n    \
+r = await ctx.tools.call('todo', {'action': 'add', 'text': ctx.input.raw_text})\n    \
+w = await ctx.tools.call('write_file', {'path': 'jot.txt', 'content': ctx.input.raw_text})\n    \
+ctx.input.add_context(f\"todo {r.data['status']} {r.is_error}, write {w.data['status']}\", \
+role='user', write_history=False)\n";
+/// Calls a tool it holds no `tool.call` grant for.
+const SNEAKY_PY: &str = "import asyncio\n\ndef process(ctx):\n    \
+asyncio.run(ctx.tools.call('terminal', {'command': 'id'}))\n";
+
+#[tokio::test]
+async fn slots_call_tools_through_the_dispatcher_under_their_grants() {
+    for backend in backends() {
+        // A 2-second slot timeout: the approval wait below is longer, and
+        // does not count against it.
+        let opts = Opts {
+            args: vec!["--authored-timeout".into(), "2s".into()],
+            ..Default::default()
+        };
+        let app = spawn_with(backend, opts).await;
+        let tok = app.token("default", "alice");
+        let dir = core_dir(&app, "toolful");
+        write(
+            &dir,
+            "agent.yaml",
+            "schema_version: 1\nagent:\n  id: toolful\ntools:\n  toolsets: [coding]\n\
+             capabilities:\n  defaults:\n    fs.write: {}\n    fs.read: {}\n    terminal.exec: {}\n  \
+             slots:\n    agent/input/jot:\n      tool.call:todo: {}\n      tool.call:write_file: {}\n",
+        );
+        slot(&dir, "input", "base_input", "hard", BASE_INPUT_PY);
+        slot(&dir, "output", "base_output", "hard", BASE_OUTPUT_PY);
+        slot(&dir, "input", "jot", "hard", JOT_PY);
+        slot(&dir, "input", "sneaky", "soft", SNEAKY_PY);
+        write(
+            &dir,
+            "agent/pipelines.yaml",
+            "schema_version: 1\ninput:\n  serial: [jot, sneaky, base_input]\n\
+             output:\n  serial: [base_output]\n",
+        );
+        let sid = session_on(&app, &tok, "toolful").await;
+        app.start_turn(&tok, &sid, json!({"input": "buy milk"}))
+            .await;
+        // write_file asks, as it would for the model; answer after the
+        // slot's own timeout has passed.
+        let evs = app
+            .sse_until(&tok, &sid, "", None, |e| {
+                e["type"] == "approval.requested" || is_terminal(e)
+            })
+            .await;
+        let asked = last(&evs).clone();
+        assert_eq!(asked["type"], "approval.requested", "{backend:?} {evs:?}");
+        assert_eq!(asked["data"]["tool"], "write_file");
+        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        let id = asked["data"]["approval_id"].as_str().unwrap();
+        let (st, b) = app
+            .post(
+                &tok,
+                &format!("/v1/approvals/{id}"),
+                json!({"decision": "allow_once"}),
+            )
+            .await;
+        assert_eq!(st, 200, "{b}");
+        let evs = app.sse_until(&tok, &sid, "", None, is_terminal).await;
+        let end = last(&evs);
+        assert_eq!(end["type"], "turn.completed", "{backend:?} {evs:?}");
+        assert_eq!(
+            end["data"]["output"],
+            "[fake] todo succeeded False, write succeeded\n\nbuy milk"
+        );
+        let ws = app.home.join("tenants/default/workspaces/alice/default");
+        assert_eq!(
+            std::fs::read_to_string(ws.join("jot.txt")).unwrap(),
+            "buy milk"
+        );
+        // Both calls show as tool cards whose ids name the slot.
+        let calls: Vec<(&str, &str)> = evs
+            .iter()
+            .filter(|e| e["type"] == "tool.call")
+            .map(|e| {
+                (
+                    e["data"]["tool"].as_str().unwrap(),
+                    e["data"]["call_id"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert_eq!(calls[0].0, "todo");
+        assert_eq!(calls[1].0, "write_file");
+        assert!(
+            calls.iter().all(|c| c.1.starts_with("slot-jot-")),
+            "{calls:?}"
+        );
+        // No grant, no call: the soft slot fails and no terminal ran.
+        let f = evs
+            .iter()
+            .find(|e| e["type"] == "slot.failed")
+            .expect("sneaky failed");
+        assert_eq!(f["data"]["slot_id"], "sneaky");
+        assert!(
+            f["data"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("capability \"tool.call:terminal\" is not granted"),
+            "{f}"
+        );
+        assert!(!evs
+            .iter()
+            .any(|e| e["type"] == "tool.call" && e["data"]["tool"] == "terminal"));
+    }
+}
+
+/// Activates `deploy` (and an unknown name) when asked to ship.
+const PICKER_PY: &str = "def process(ctx):\n    if ctx.input.raw_text == 'ship it':\n        \
+ctx.skills.activate('deploy')\n        ctx.skills.activate('missing')\n";
+const LIMITED_PY: &str = "def process(ctx):\n    ctx.skills.activate('style')\n";
+/// Skips the client's check and asks for a skill it holds no grant for.
+const FORGER_PY: &str = "def process(ctx):\n    ctx.input._effects['skills'].append('style')\n";
+
+#[tokio::test]
+async fn input_slots_activate_skills_they_are_granted_for_the_turn() {
+    for backend in backends() {
+        let stand_in = StandIn::start().await;
+        let app = spawn_with(backend, stand_in.opts("sk-stand-in-key")).await;
+        let tok = app.token("default", "alice");
+        let dir = core_dir(&app, "skilled");
+        write(
+            &dir,
+            "agent.yaml",
+            "schema_version: 1\nagent:\n  id: skilled\ntools:\n  toolsets: [coding]\n\
+             capabilities:\n  defaults: {}\n  slots:\n    agent/input/picker:\n      \
+             skill.activate: {}\n    agent/input/limited:\n      skill.activate:deploy: {}\n",
+        );
+        write(
+            &dir,
+            "agent/skills/deploy/SKILL.md",
+            "---\nname: deploy\ndescription: How we deploy\n---\nAlways run the checklist.\n",
+        );
+        write(
+            &dir,
+            "agent/skills/style.md",
+            "# Style\nWrite short sentences.\n",
+        );
+        slot(&dir, "input", "base_input", "hard", BASE_INPUT_PY);
+        slot(&dir, "output", "base_output", "hard", BASE_OUTPUT_PY);
+        slot(&dir, "input", "picker", "hard", PICKER_PY);
+        slot(&dir, "input", "limited", "soft", LIMITED_PY);
+        slot(&dir, "input", "forger", "hard", FORGER_PY);
+        write(
+            &dir,
+            "agent/pipelines.yaml",
+            "schema_version: 1\ninput:\n  serial: [picker, limited, forger, base_input]\n\
+             output:\n  serial: [base_output]\n",
+        );
+        let sid = session_on(&app, &tok, "skilled").await;
+        stand_in.push(200, text_reply("deployed"), Default::default());
+        let evs = turn(&app, &tok, &sid, "ship it").await;
+        assert_eq!(last(&evs)["type"], "turn.completed", "{backend:?} {evs:?}");
+        let failed: Vec<&Value> = evs.iter().filter(|e| e["type"] == "slot.failed").collect();
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert_eq!(failed[0]["data"]["slot_id"], "limited");
+        assert!(
+            failed[0]["data"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("skill.activate:style"),
+            "{failed:?}"
+        );
+        let reqs = stand_in.requests();
+        let msgs = reqs[0].1["messages"].as_array().unwrap();
+        let systems: Vec<&str> = msgs
+            .iter()
+            .filter(|m| m["role"] == "system")
+            .filter_map(|m| m["content"].as_str())
+            .collect();
+        let skills: Vec<&&str> = systems
+            .iter()
+            .filter(|s| s.starts_with("<skill "))
+            .collect();
+        assert_eq!(skills.len(), 1, "{systems:?}");
+        assert_eq!(
+            *skills[0],
+            "<skill name=\"deploy\" id=\"deploy\" path=\"agent/skills/deploy/SKILL.md\">\n\
+             ---\nname: deploy\ndescription: How we deploy\n---\nAlways run the checklist.\n\n</skill>"
+        );
+        assert!(!systems.iter().any(|s| s.contains("short sentences")));
+        // The user message follows its system context.
+        assert_eq!(msgs.last().unwrap()["content"], "ship it");
+        // The activation holds for that turn only.
+        stand_in.push(200, text_reply("again"), Default::default());
+        let evs = turn(&app, &tok, &sid, "next").await;
+        assert_eq!(last(&evs)["type"], "turn.completed", "{evs:?}");
+        let reqs = stand_in.requests();
+        let later = reqs[1].1["messages"].to_string();
+        assert!(!later.contains("<skill "), "{later}");
+    }
+}

@@ -12,7 +12,7 @@ pub mod runner;
 
 use serde_json::{json, Value};
 
-pub use runner::{Runners, SlotRun, StateAnswer, StateAsk};
+pub use runner::{HostAnswer, HostAsk, Runners, SlotRun};
 
 use crate::home::HomeLayout;
 use crate::tools::contract::{Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};

@@ -28,7 +28,8 @@ pub enum FromRunner {
         #[serde(default)]
         slot_path: Option<String>,
     },
-    /// `ctx.state.<scope>.<action>(target, value)` of a slot.
+    /// `ctx.state.<scope>.<action>(target, value)` of a slot (answered
+    /// with [`host_reply`], as every request below).
     State {
         id: u64,
         scope: String,
@@ -37,6 +38,13 @@ pub enum FromRunner {
         target: String,
         #[serde(default)]
         value: Value,
+    },
+    /// `await ctx.tools.call(name, arguments)` of a slot.
+    Tool {
+        id: u64,
+        name: String,
+        #[serde(default)]
+        arguments: Value,
     },
     Output {
         id: u64,
@@ -152,13 +160,14 @@ pub fn capability_reply(id: u64, allowed: bool) -> String {
     s
 }
 
-/// The host's answer to a state request: the value, or why it was refused
-/// (`kind` `capability`, `invalid` or `unavailable`; the runner raises
-/// `CapabilityDenied`, `ValueError` or `RuntimeError`).
-pub fn state_reply(id: u64, answer: Result<Value, (&str, String)>) -> String {
+/// The host's answer to a slot's request (`state`, `tool`): the
+/// value, or why it was refused (`kind` `capability`, `invalid` or
+/// `unavailable`; the runner raises `CapabilityDenied`, `ValueError` or
+/// `RuntimeError`).
+pub fn host_reply(id: u64, answer: Result<Value, (&str, String)>) -> String {
     let mut s = match answer {
-        Ok(value) => json!({"op": "state", "id": id, "ok": true, "value": value}),
-        Err((kind, message)) => json!({"op": "state", "id": id, "ok": false,
+        Ok(value) => json!({"op": "host", "id": id, "ok": true, "value": value}),
+        Err((kind, message)) => json!({"op": "host", "id": id, "ok": false,
             "kind": kind, "message": clip(&message, MAX_ERROR_CHARS)}),
     }
     .to_string();

@@ -129,7 +129,7 @@ fn raised_errors_are_typed_and_bounded() {
 }
 
 #[test]
-fn state_requests_parse_and_replies_are_one_line() {
+fn host_requests_parse_and_replies_are_one_line() {
     assert_eq!(
         parse_line(
             r#"{"op":"state","id":3,"scope":"session","action":"set","target":"n","value":2}"#
@@ -153,14 +153,31 @@ fn state_requests_parse_and_replies_are_one_line() {
         })
     );
     assert_eq!(parse_line(r#"{"op":"state","id":4,"action":"get"}"#), None);
-    let ok = state_reply(5, Ok(json!({"a": 1})));
+    assert_eq!(
+        parse_line(r#"{"op":"tool","id":7,"name":"todo","arguments":{"todos":[]}}"#),
+        Some(FromRunner::Tool {
+            id: 7,
+            name: "todo".into(),
+            arguments: json!({"todos": []})
+        })
+    );
+    assert_eq!(
+        parse_line(r#"{"op":"tool","id":7,"name":"todo"}"#),
+        Some(FromRunner::Tool {
+            id: 7,
+            name: "todo".into(),
+            arguments: Value::Null
+        })
+    );
+    assert_eq!(parse_line(r#"{"op":"tool","id":7}"#), None);
+    let ok = host_reply(5, Ok(json!({"a": 1})));
     assert!(ok.ends_with('\n') && ok.matches('\n').count() == 1);
     let v: Value = serde_json::from_str(ok.trim_end()).unwrap();
     assert_eq!(
         v,
-        json!({"op": "state", "id": 5, "ok": true, "value": {"a": 1}})
+        json!({"op": "host", "id": 5, "ok": true, "value": {"a": 1}})
     );
-    let err = state_reply(6, Err(("capability", "x".repeat(MAX_ERROR_CHARS * 2))));
+    let err = host_reply(6, Err(("capability", "x".repeat(MAX_ERROR_CHARS * 2))));
     let v: Value = serde_json::from_str(err.trim_end()).unwrap();
     assert_eq!(v["ok"], json!(false));
     assert_eq!(v["kind"], json!("capability"));

@@ -116,23 +116,31 @@ pub struct SlotRun<'a> {
     pub history_policy: &'a str,
 }
 
-/// A slot's `ctx.state` request, as the runner sent it.
+/// A slot's request to the host (`ctx.state`, `ctx.tools`),
+/// as the runner sent it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StateAsk {
-    pub scope: String,
-    pub action: String,
-    pub target: String,
-    pub value: Value,
+pub enum HostAsk {
+    State {
+        scope: String,
+        action: String,
+        target: String,
+        value: Value,
+    },
+    Tool {
+        name: String,
+        arguments: Value,
+    },
 }
 
-/// What the host answers a state request: the value, or (`capability` |
-/// `invalid` | `unavailable`, why).
-pub type StateAnswer = Result<Value, (&'static str, String)>;
+/// What the host answers: the value, or (`capability` | `invalid` |
+/// `unavailable`, why).
+pub type HostAnswer = Result<Value, (&'static str, String)>;
 
-/// Answers `ctx.state` requests of one slot (tools get none: `ctx.state`
-/// is a slot client).
-pub type StateFn<'a> =
-    dyn Fn(StateAsk) -> futures_util::future::BoxFuture<'static, StateAnswer> + Sync + 'a;
+/// Answers the host requests of one slot (tools get none: these are slot
+/// clients). The time an answer takes does not count against the slot's
+/// timeout: a tool call may wait for an approval.
+pub type HostFn<'a> =
+    dyn Fn(HostAsk) -> futures_util::future::BoxFuture<'a, HostAnswer> + Sync + 'a;
 
 /// Builds a request line from (call id, tool folder, lib folder, workspace).
 type LineFn<'a> = dyn Fn(u64, &str, Option<&str>, &str) -> String + Sync + 'a;
@@ -210,13 +218,14 @@ impl Runners {
     /// Run one bootstrap/input/output slot (`inv.spec` describes its folder
     /// and entrypoint, `inv.args` the phase's context). The value is what
     /// the slot asked for (`demiurge.slots`); `Err` is why it failed, one line.
-    /// `state` answers `ctx.state` (`None`: the phase offers no state).
+    /// `host` answers `ctx.state` and `ctx.tools` (`None`:
+    /// the phase offers none, as bootstrap).
     pub async fn slot(
         &self,
         inv: Invocation<'_>,
         slot: SlotRun<'_>,
         allow: &(dyn Fn(&str) -> bool + Sync),
-        state: Option<&StateFn<'_>>,
+        host: Option<&HostFn<'_>>,
         cancel: &CancellationToken,
     ) -> Result<Value, String> {
         let spec = inv.spec;
@@ -243,7 +252,7 @@ impl Runners {
         };
         // Printed text of a slot has no tool card to go to: dropped.
         let (sink, _drop) = tokio::sync::mpsc::channel(1);
-        match self.run(&inv, &line, allow, state, &sink, cancel).await {
+        match self.run(&inv, &line, allow, host, &sink, cancel).await {
             Ok(Reply::Value(value)) => Ok(value),
             Ok(Reply::Raised {
                 kind,
@@ -264,7 +273,7 @@ impl Runners {
         inv: &Invocation<'_>,
         line: &LineFn<'_>,
         allow: &(dyn Fn(&str) -> bool + Sync),
-        state: Option<&StateFn<'_>>,
+        host: Option<&HostFn<'_>>,
         output: &tokio::sync::mpsc::Sender<(&'static str, String)>,
         cancel: &CancellationToken,
     ) -> Result<Reply, ToolOutcome> {
@@ -316,9 +325,14 @@ impl Runners {
         runner.next_id += 1;
         let id = runner.next_id;
         let request = line(id, &dir, lib.as_deref(), &workspace);
+        let talk = Talk {
+            id,
+            allow,
+            host,
+            output,
+        };
         let result = tokio::select! {
-            r = exchange(&mut runner, id, &request, allow, state, output) => r,
-            () = tokio::time::sleep_until(deadline.into()) => Err(Broken::TimedOut),
+            r = exchange(&mut runner, &request, &talk, deadline) => r,
             () = cancel.cancelled() => Err(Broken::Cancelled),
         };
         match result {
@@ -657,23 +671,42 @@ async fn read_line(stdout: &mut BufReader<ChildStdout>) -> Option<String> {
     String::from_utf8(buf).ok()
 }
 
-/// Send the call, answer capability questions, forward output, and return
-/// the tool's outcome; anything off-protocol breaks the runner.
+/// Who answers a runner during one request.
+struct Talk<'a, 'h> {
+    id: u64,
+    allow: &'a (dyn Fn(&str) -> bool + Sync),
+    host: Option<&'a HostFn<'h>>,
+    output: &'a tokio::sync::mpsc::Sender<(&'static str, String)>,
+}
+
+/// Write one line to the runner before `deadline`.
+async fn send(runner: &mut Runner, line: &str, deadline: Instant) -> Result<(), Broken> {
+    match tokio::time::timeout_at(deadline.into(), runner.stdin.write_all(line.as_bytes())).await {
+        Err(_) => Err(Broken::TimedOut),
+        Ok(Err(_)) => Err(Broken::Failed("the authored tool runner exited".into())),
+        Ok(Ok(())) => Ok(()),
+    }
+}
+
+/// Send the call, answer capability questions and host requests, forward
+/// output, and return the tool's outcome; anything off-protocol breaks the
+/// runner. The runner's own time ends at `deadline`; time spent answering a
+/// host request moves it on.
 async fn exchange(
     runner: &mut Runner,
-    id: u64,
     request: &str,
-    allow: &(dyn Fn(&str) -> bool + Sync),
-    state: Option<&StateFn<'_>>,
-    output: &tokio::sync::mpsc::Sender<(&'static str, String)>,
+    talk: &Talk<'_, '_>,
+    mut deadline: Instant,
 ) -> Result<Reply, Broken> {
-    runner
-        .stdin
-        .write_all(request.as_bytes())
-        .await
-        .map_err(|_| Broken::Failed("the authored tool runner exited".into()))?;
+    let id = talk.id;
+    send(runner, request, deadline).await?;
     loop {
-        let Some(line) = read_line(&mut runner.stdout).await else {
+        let line =
+            match tokio::time::timeout_at(deadline.into(), read_line(&mut runner.stdout)).await {
+                Err(_) => return Err(Broken::TimedOut),
+                Ok(line) => line,
+            };
+        let Some(line) = line else {
             let status = tokio::time::timeout(Duration::from_secs(2), runner.child.wait())
                 .await
                 .ok()
@@ -684,14 +717,11 @@ async fn exchange(
                     .into(),
             }));
         };
-        match protocol::parse_line(line.trim_end()) {
+        let ask = match protocol::parse_line(line.trim_end()) {
             Some(FromRunner::Capability { id: cid, name, .. }) if cid == id => {
-                let reply = protocol::capability_reply(id, allow(&name));
-                runner
-                    .stdin
-                    .write_all(reply.as_bytes())
-                    .await
-                    .map_err(|_| Broken::Failed("the authored tool runner exited".into()))?;
+                let reply = protocol::capability_reply(id, (talk.allow)(&name));
+                send(runner, &reply, deadline).await?;
+                continue;
             }
             Some(FromRunner::State {
                 id: sid,
@@ -699,62 +729,72 @@ async fn exchange(
                 action,
                 target,
                 value,
-            }) if sid == id => {
-                let answer = match state {
-                    Some(answer) => {
-                        answer(StateAsk {
-                            scope,
-                            action,
-                            target,
-                            value,
-                        })
-                        .await
-                    }
-                    None => Err((
-                        "unavailable",
-                        "ctx.state is offered to input and output slots only".to_owned(),
-                    )),
-                };
-                let reply = protocol::state_reply(id, answer);
-                runner
-                    .stdin
-                    .write_all(reply.as_bytes())
-                    .await
-                    .map_err(|_| Broken::Failed("the authored tool runner exited".into()))?;
+            }) if sid == id => HostAsk::State {
+                scope,
+                action,
+                target,
+                value,
+            },
+            Some(FromRunner::Tool {
+                id: tid,
+                name,
+                arguments,
+            }) if tid == id => HostAsk::Tool { name, arguments },
+            other => {
+                if let Some(reply) = finish(other, id, talk.output) {
+                    return reply;
+                }
+                continue;
             }
-            Some(FromRunner::Output {
-                id: oid,
-                stream,
-                text,
-            }) if oid == id => {
-                let stream = if stream.as_deref() == Some("stderr") {
-                    "stderr"
-                } else {
-                    "stdout"
-                };
-                // Best effort: a full live view drops text, never blocks the call.
-                let _ = output.try_send((stream, text));
-            }
-            Some(FromRunner::Result { id: rid, value }) if rid == id => {
-                return Ok(Reply::Value(value))
-            }
-            Some(FromRunner::Error {
-                id: eid,
-                kind,
-                error_type,
-                message,
-            }) if eid == id => {
-                return Ok(Reply::Raised {
-                    kind,
-                    error_type,
-                    message,
-                })
-            }
-            _ => {
-                return Err(Broken::Failed(
-                    "the authored tool runner wrote something that is not the protocol".into(),
-                ))
-            }
+        };
+        let asked = Instant::now();
+        let answer = match talk.host {
+            Some(answer) => answer(ask).await,
+            None => Err((
+                "unavailable",
+                "this client is offered to input and output slots only".to_owned(),
+            )),
+        };
+        deadline += asked.elapsed();
+        send(runner, &protocol::host_reply(id, answer), deadline).await?;
+    }
+}
+
+/// Output, the result, an error, or anything else (which breaks the
+/// runner); `None` to keep reading.
+fn finish(
+    message: Option<FromRunner>,
+    id: u64,
+    output: &tokio::sync::mpsc::Sender<(&'static str, String)>,
+) -> Option<Result<Reply, Broken>> {
+    match message {
+        Some(FromRunner::Output {
+            id: oid,
+            stream,
+            text,
+        }) if oid == id => {
+            let stream = if stream.as_deref() == Some("stderr") {
+                "stderr"
+            } else {
+                "stdout"
+            };
+            // Best effort: a full live view drops text, never blocks the call.
+            let _ = output.try_send((stream, text));
+            None
         }
+        Some(FromRunner::Result { id: rid, value }) if rid == id => Some(Ok(Reply::Value(value))),
+        Some(FromRunner::Error {
+            id: eid,
+            kind,
+            error_type,
+            message,
+        }) if eid == id => Some(Ok(Reply::Raised {
+            kind,
+            error_type,
+            message,
+        })),
+        _ => Some(Err(Broken::Failed(
+            "the authored tool runner wrote something that is not the protocol".into(),
+        ))),
     }
 }

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::plan::{Group, Lane, Native, SlotSpec};
 use crate::authored::runner::Invocation;
-use crate::authored::{Runners, SlotRun, StateAnswer, StateAsk};
+use crate::authored::{HostAnswer, HostAsk, Runners, SlotRun};
 use crate::catalog::AuthoredSpec;
 use crate::core::manifest::{FailurePolicy, HistoryPolicy};
 use crate::exec::sandbox::Sandbox;
@@ -83,6 +83,8 @@ pub struct Effects {
     pub context: Vec<ContextAdd>,
     pub deliveries: Vec<Delivery>,
     pub result: Option<Value>,
+    /// Skills input slots activated for this turn (`ctx.skills.activate`).
+    pub skills: Vec<String>,
 }
 
 /// A slot that failed.
@@ -173,6 +175,13 @@ pub fn absorb(effects: &mut Effects, value: &Value) {
             visible: d.get("visible").and_then(Value::as_bool).unwrap_or(true),
         });
     }
+    for name in texts("skills") {
+        if let Some(name) = name.as_str().filter(|n| !n.is_empty()) {
+            if !effects.skills.iter().any(|s| s == name) {
+                effects.skills.push(name.to_owned());
+            }
+        }
+    }
     if let Some(r) = value.get("result").filter(|r| !r.is_null()) {
         match (&mut effects.result, r) {
             (Some(Value::Object(cur)), Value::Object(new)) => {
@@ -215,17 +224,17 @@ pub struct SlotEnv<'a> {
     pub timeout: Duration,
     /// `ctx.capability.can(name)` of a slot.
     pub allow: &'a (dyn Fn(&SlotSpec, &str) -> bool + Sync),
-    /// `ctx.state` of a slot (`None`: the phase offers none, as bootstrap).
-    pub state: Option<&'a StateHandler<'a>>,
+    /// `ctx.state` and `ctx.tools` of a slot (`None`: the
+    /// phase offers none, as bootstrap).
+    pub host: Option<&'a HostHandler<'a>>,
     /// `session_id`, `turn_id`, `core_id`, `core_revision`, `user_input`.
     pub turn: Value,
     pub cancel: &'a CancellationToken,
 }
 
-/// Answers one slot's `ctx.state` request.
-pub type StateHandler<'a> = dyn Fn(&SlotSpec, StateAsk) -> futures_util::future::BoxFuture<'static, StateAnswer>
-    + Sync
-    + 'a;
+/// Answers one slot's request to the host.
+pub type HostHandler<'a> =
+    dyn Fn(&SlotSpec, HostAsk) -> futures_util::future::BoxFuture<'a, HostAnswer> + Sync + 'a;
 
 /// Whether the slot ran in the runner, and what it returned.
 type SlotResult = (bool, Result<Value, String>);
@@ -271,16 +280,22 @@ async fn run_slot(
         lane: lane.as_str(),
         history_policy: policy_str(slot.history_policy),
     };
-    let state = env
-        .state
-        .map(|answer| move |ask: StateAsk| answer(slot, ask));
-    let state = state
+    let host = env.host.map(|answer| move |ask: HostAsk| answer(slot, ask));
+    let host = host
         .as_ref()
-        .map(|f| f as &crate::authored::runner::StateFn<'_>);
-    (
-        true,
-        env.runners.slot(inv, run, &allow, state, env.cancel).await,
-    )
+        .map(|f| f as &crate::authored::runner::HostFn<'_>);
+    let mut value = env.runners.slot(inv, run, &allow, host, env.cancel).await;
+    // The runner's check of `skill.activate` is the slot's own code: ask again.
+    if let Ok(Value::Object(v)) = &mut value {
+        if let Some(Value::Array(names)) = v.get_mut("skills") {
+            names.retain(|n| {
+                n.as_str().is_some_and(|n| {
+                    allow(&format!("skill.activate:{n}")) || allow("skill.activate")
+                })
+            });
+        }
+    }
+    (true, value)
 }
 
 /// Run the `groups` of one phase with the phase's `context` (`input`, `output`,

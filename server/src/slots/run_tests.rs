@@ -40,6 +40,18 @@ fn absorbs_what_a_slot_asked_for() {
 }
 
 #[test]
+fn absorbs_skill_activations_once_each_in_order() {
+    let mut e = Effects::default();
+    absorb(
+        &mut e,
+        &json!({"skills": ["deploy", "", 3, "style", "deploy"]}),
+    );
+    absorb(&mut e, &json!({"skills": ["style", "review"]}));
+    absorb(&mut e, &json!({"skills": "deploy"}));
+    assert_eq!(e.skills, vec!["deploy", "style", "review"]);
+}
+
+#[test]
 fn only_the_shipped_base_modules_run_natively() {
     let dir = std::env::temp_dir().join(format!("slots-native-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -181,6 +181,31 @@ fn load(skills: &[SkillDoc], core: &CoreRef) -> Vec<Skill> {
         .collect()
 }
 
+/// The `<skill>` block of each skill (by id or name) an input slot
+/// activated for the turn (`ctx.skills.activate`), in the order asked;
+/// unknown names are skipped, as in the original. In memory: the turn's
+/// revision already holds the texts.
+pub fn activation_blocks(skills: &[SkillDoc], core: &CoreRef, names: &[String]) -> Vec<String> {
+    let all = load(skills, core);
+    let mut seen = std::collections::HashSet::new();
+    names
+        .iter()
+        .filter_map(|n| all.iter().find(|s| s.id == *n || s.name() == n))
+        .filter(|s| seen.insert(s.id.clone()))
+        .map(block)
+        .collect()
+}
+
+fn block(skill: &Skill) -> String {
+    format!(
+        "<skill name=\"{}\" id=\"{}\" path=\"{}\">\n{}\n</skill>",
+        skill.name(),
+        skill.id,
+        skill.path,
+        skill.text
+    )
+}
+
 /// `skills_list`.
 pub struct SkillsList;
 
@@ -310,13 +335,7 @@ async fn skill_view(env: &ToolEnv<'_>, wanted: Wanted) -> ToolOutcome {
     let linked = linked_files(&skill.md);
     match file_path {
         None => {
-            let mut model = format!(
-                "<skill name=\"{}\" id=\"{}\" path=\"{}\">\n{}\n</skill>",
-                skill.name(),
-                skill.id,
-                skill.path,
-                skill.text
-            );
+            let mut model = block(skill);
             let all_linked = flat(&linked);
             if !all_linked.is_empty() {
                 model.push_str("\n\nLinked files available via skill_view(name, file_path):\n");

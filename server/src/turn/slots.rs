@@ -9,6 +9,7 @@ use futures_util::FutureExt as _;
 use serde_json::{json, Value};
 
 use super::{TurnContext, TurnEnd, TurnService};
+use crate::authored::HostAsk;
 use crate::catalog::ResolvedCatalog;
 use crate::core::loader::Phase;
 use crate::core::repository::CoreView;
@@ -19,6 +20,27 @@ use crate::slots::plan::{self, Group, Selection};
 use crate::slots::run::{self, Effects, SlotEnv};
 use crate::slots::state::{self as slot_state, StateError};
 use crate::wire::events::{self, EventPayload};
+use futures_util::future::ready;
+
+/// A refused state request, as the runner raises it.
+fn refusal(e: StateError) -> (&'static str, String) {
+    match e {
+        StateError::Invalid(m) => ("invalid", m),
+        StateError::Denied(m) => ("capability", m),
+        StateError::Unavailable(m) => ("unavailable", m),
+    }
+}
+
+/// A request the slot holds no grant for.
+fn not_granted(cap: &str, slot: &crate::slots::SlotSpec) -> (&'static str, String) {
+    (
+        "capability",
+        format!(
+            "capability {cap:?} is not granted to slot {}",
+            slot.slot_path
+        ),
+    )
+}
 
 /// Messages of the session a slot's `ctx.history` offers.
 const HISTORY_FOR_SLOTS: u32 = 50;
@@ -135,6 +157,14 @@ impl TurnService {
             .await?;
         let mut system = Vec::new();
         let (mut user, mut kept) = (Vec::new(), Vec::new());
+        // Activated skills come first among this turn's system context.
+        if !effects.skills.is_empty() {
+            system.extend(crate::tools::skills::activation_blocks(
+                &call_ctx.skills,
+                &call_ctx.core,
+                &effects.skills,
+            ));
+        }
         for add in effects.context {
             if add.system {
                 system.push(add.content);
@@ -265,56 +295,96 @@ impl TurnService {
         let allow = |slot: &crate::slots::SlotSpec, cap: &str| {
             grants.allows(cap, Some(&slot.slot_path), &slot.capabilities, true)
         };
-        // `ctx.state`: input and output slots only (bootstrap runs before
-        // the session has turns), each request under the slot's grants.
-        let store = inner.store.clone();
+        // `ctx.state` and `ctx.tools`: input and output slots only
+        // (bootstrap runs before the session has turns), each request under
+        // the slot's grants.
         let owner = (
             tenant.as_str().to_owned(),
             ctx.session.core.clone(),
             ctx.session.id.to_string(),
             ctx.turn_id.to_string(),
         );
-        let answer_state = |slot: &crate::slots::SlotSpec, ask: crate::authored::StateAsk| {
-            let refused = |e: StateError| -> crate::authored::StateAnswer {
-                Err(match e {
-                    StateError::Invalid(m) => ("invalid", m),
-                    StateError::Denied(m) => ("capability", m),
-                    StateError::Unavailable(m) => ("unavailable", m),
-                })
-            };
-            let req =
-                match slot_state::parse_request(&ask.scope, &ask.action, &ask.target, ask.value) {
+        let tool_calls = std::sync::atomic::AtomicU32::new(0);
+        let answer = |slot: &crate::slots::SlotSpec, ask: HostAsk| match ask {
+            HostAsk::State {
+                scope,
+                action,
+                target,
+                value,
+            } => {
+                let req = match slot_state::parse_request(&scope, &action, &target, value) {
                     Ok(r) => r,
-                    Err(e) => return futures_util::future::ready(refused(e)).boxed(),
+                    Err(e) => return ready(Err(refusal(e))).boxed(),
                 };
-            let caps = slot_state::capabilities(&req);
-            if !caps.iter().any(|c| allow(slot, c)) {
-                let generic = caps.last().cloned().unwrap_or_default();
-                return futures_util::future::ready(refused(StateError::Denied(format!(
-                    "capability {generic:?} is not granted to slot {}",
-                    slot.slot_path
-                ))))
-                .boxed();
+                let caps = slot_state::capabilities(&req);
+                if !caps.iter().any(|c| allow(slot, c)) {
+                    let generic = caps.last().map(String::as_str).unwrap_or_default();
+                    return ready(Err(not_granted(generic, slot))).boxed();
+                }
+                let (tenant, core, session, turn) = owner.clone();
+                let slot_path = slot.slot_path.clone();
+                async move {
+                    let store = &inner.store;
+                    let scope = crate::store::module_state_scope(&req, &session);
+                    let answer = if req.action.writes() {
+                        store
+                            .write_module_state(
+                                &tenant,
+                                &core,
+                                &scope,
+                                &req,
+                                &slot_path,
+                                Some(&turn),
+                            )
+                            .await
+                    } else {
+                        store.read_module_state(&tenant, &core, &scope, &req).await
+                    };
+                    answer.map_err(refusal)
+                }
+                .boxed()
             }
-            let store = store.clone();
-            let (tenant, core, session, turn) = owner.clone();
-            let slot_path = slot.slot_path.clone();
-            async move {
-                let scope = crate::store::module_state_scope(&req, &session);
-                let answer = if req.action.writes() {
-                    store
-                        .write_module_state(&tenant, &core, &scope, &req, &slot_path, Some(&turn))
+            HostAsk::Tool { name, arguments } => {
+                let cap = format!("tool.call:{name}");
+                if !allow(slot, &cap) {
+                    return ready(Err(not_granted(&cap, slot))).boxed();
+                }
+                let arguments = match arguments {
+                    Value::Null => json!({}),
+                    a @ Value::Object(_) => a,
+                    _ => {
+                        return ready(Err((
+                            "invalid",
+                            "tool arguments must be a mapping".to_owned(),
+                        )))
+                        .boxed()
+                    }
+                };
+                // The call shows as a tool card like the model's; its id
+                // names the slot that made it.
+                let n = tool_calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                let call_id = format!("slot-{}-{}-{n}", slot.id, ctx.turn_id);
+                async move {
+                    let rec = inner
+                        .dispatcher
+                        .run_call(call_ctx, catalog, &call_id, &name, &arguments)
                         .await
-                } else {
-                    store.read_module_state(&tenant, &core, &scope, &req).await
-                };
-                answer.or_else(refused)
+                        .map_err(|e| {
+                            (
+                                "unavailable",
+                                format!("the tool call was not recorded: {e}"),
+                            )
+                        })?;
+                    Ok(json!({"call_id": call_id, "status": rec.status,
+                        "content": rec.model_content,
+                        "is_error": rec.status != crate::tools::contract::ToolStatus::Succeeded}))
+                }
+                .boxed()
             }
-            .boxed()
         };
-        let state: Option<&run::StateHandler<'_>> = match phase {
+        let host: Option<&run::HostHandler<'_>> = match phase {
             Phase::Bootstrap => None,
-            _ => Some(&answer_state),
+            _ => Some(&answer),
         };
         let env = SlotEnv {
             runners: &walls.authored,
@@ -328,7 +398,7 @@ impl TurnService {
             network: walls.terminal_network && !catalog.terminal_network_off(),
             timeout: walls.authored_timeout,
             allow: &allow,
-            state,
+            host,
             turn: json!({"session_id": ctx.session.id, "turn_id": ctx.turn_id,
                 "core_id": ctx.session.core, "core_revision": call_ctx.core_fingerprint,
                 "user_input": ctx.input}),

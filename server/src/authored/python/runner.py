@@ -13,9 +13,10 @@ at stderr so stray writes cannot corrupt the protocol). One call at a time:
   host -> {"op": "slot", "id", "slot": {...}, "turn": {...}, "workspace",
            "input": {"raw_text"}, "output": {"response_text"}, "history": [...]}
   runner -> the same capability/output messages, {"op": "state", "id",
-            "scope", "action", "target", "value"} for ``ctx.state`` (host
-            answers {"op": "state", "id", "ok", "value"} or {"op": "state",
-            "id", "ok": false, "kind", "message"}), then {"op": "result",
+            "scope", "action", "target", "value"} for ``ctx.state`` and
+            {"op": "tool", "id", "name", "arguments"} for ``ctx.tools``
+            (host answers {"op": "host", "id", "ok", "value"} or
+            {"op": "host", "id", "ok": false, "kind", "message"}), then {"op": "result",
             "id", "value": {"bootstrap", "context", "deliveries", "result"}}
             (what the slot asked for, see ``demiurge.slots``) or an error.
 """
@@ -69,15 +70,15 @@ class _Capability:
             raise CapabilityDenied(f"capability {capability!r} is not granted to this tool")
 
 
-class _StateHost:
-    """Carries ``ctx.state`` requests to the host; a refusal raises."""
+class _Host:
+    """Carries a slot's ``ctx.state`` and ``ctx.tools`` requests to the host;
+    a refusal raises (``CapabilityDenied``, ``ValueError``, ``RuntimeError``)."""
 
     def __init__(self, call_id):
         self._id = call_id
 
-    def __call__(self, scope, action, target, value):
-        _send({"op": "state", "id": self._id, "scope": scope, "action": action,
-               "target": target, "value": value})
+    def _ask(self, op, **fields):
+        _send({"op": op, "id": self._id, **fields})
         reply = _receive()
         if reply.get("ok"):
             return reply.get("value")
@@ -87,6 +88,12 @@ class _StateHost:
         if kind == "invalid":
             raise ValueError(message)
         raise RuntimeError(message)
+
+    def state(self, scope, action, target, value):
+        return self._ask("state", scope=scope, action=action, target=target, value=value)
+
+    def tool(self, name, arguments):
+        return self._ask("tool", name=name, arguments=arguments)
 
 
 class _Output:
@@ -214,10 +221,13 @@ def _slot(message):
             user_input=AgentInput(content=turn.get("user_input", "")), metadata={},
         )
         ctx.history = _slots.HistoryClient(message.get("history"))
-        ctx.state = _slots.StateClient(_StateHost(call_id))
+        host = _Host(call_id)
+        ctx.state = _slots.StateClient(host.state)
+        ctx.tools = _slots.ToolsClient(host.tool, ToolResult)
         if phase == "input":
             ctx.input = _slots.InputClient(effects, lane, (message.get("input") or {}).get(
                 "raw_text", ""), workspace, session_root)
+            ctx.skills = _slots.SkillsClient(effects, ctx.capability, slot["slot_path"], lane)
         else:
             out = message.get("output") or {}
             ctx.output = _slots.OutputClient(effects, lane, slot.get("history_policy", "persist"),

@@ -8,8 +8,11 @@ example cores run unchanged. What a slot asks for is collected here and
 returned to the host as one value; the host applies it to the turn.
 ``ctx.state.core`` / ``ctx.state.session`` ask the host, which checks the
 slot's ``state.<scope>.read|write[:target]`` grants and keeps the state in
-its database. Clients this host does not offer to slots (``ctx.tools``,
-``ctx.agents``, ``ctx.skills``, artifact deliveries) raise a
+its database; ``await ctx.tools.call(name, arguments)`` asks the host to run
+a tool of the core under ``tool.call:<name>`` and the tool's own capability
+and approval; ``ctx.skills.activate(name)`` (input slots) adds a skill to
+the turn's system context. Clients this host does not offer to slots
+(``ctx.agents``, artifact deliveries) raise a
 ``RuntimeError`` that says so, which fails the slot under its
 ``failure_policy``.
 """
@@ -138,7 +141,7 @@ def _json(value):
     try:
         return json.loads(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"state values must be JSON (objects, arrays, text, finite numbers, "
+        raise ValueError(f"values sent to the host must be JSON (objects, arrays, text, finite numbers, "
                          f"booleans, None): {exc}") from None
 
 
@@ -175,6 +178,50 @@ class StateClient:
     def __init__(self, ask):
         self.core = ScopedStateClient(ask, "core")
         self.session = ScopedStateClient(ask, "session")
+
+
+class SkillsClient:
+    """``ctx.skills`` of input slots: ``activate(name)`` adds a skill of the
+    core to this turn's system context (needs ``skill.activate:<name>`` or
+    ``skill.activate``; an unknown name is ignored)."""
+
+    def __init__(self, effects, capability, slot_path, lane="serial"):
+        self._effects = effects
+        self._capability = capability
+        self._slot_path = slot_path
+        self._lane = lane
+
+    def activate(self, name):
+        if self._lane == "parallel":
+            raise RuntimeError("a parallel input slot cannot modify the current prompt")
+        name = str(name or "").strip()
+        if not name:
+            raise ValueError("a skill name is required")
+        if not (self._capability.can(f"skill.activate:{name}")
+                or self._capability.can("skill.activate")):
+            from demiurge.sdk import CapabilityDenied
+            raise CapabilityDenied(f"capability 'skill.activate:{name}' is not granted to slot "
+                                   f"{self._slot_path}")
+        if name not in self._effects["skills"]:
+            self._effects["skills"].append(name)
+
+
+class ToolsClient:
+    """``ctx.tools``: call a tool the core offers, as the model would (the
+    slot needs ``tool.call:<name>``; the tool's capability and approval
+    apply; the call shows as a tool card)."""
+
+    def __init__(self, call, result_type):
+        self._call = call
+        self._result = result_type
+
+    async def call(self, name, arguments=None):
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise TypeError("tool arguments must be a mapping")
+        reply = self._call(str(name), _json(dict(arguments or {})))
+        return self._result(content=str(reply.get("content") or ""),
+                            data={"status": reply.get("status"), "call_id": reply.get("call_id")},
+                            is_error=bool(reply.get("is_error")))
 
 
 @dataclass(slots=True)
@@ -261,13 +308,15 @@ class SlotContext:
     # Input and output slots get a ``StateClient``; bootstrap slots do not.
     state: Any = field(default_factory=lambda: _Unavailable(
         "state", "is offered to input and output slots, not to bootstrap slots"))
-    tools: Any = field(default_factory=lambda: _Unavailable("tools"))
+    tools: Any = field(default_factory=lambda: _Unavailable(
+        "tools", "is offered to input and output slots, not to bootstrap slots"))
     agents: Any = field(default_factory=lambda: _Unavailable("agents"))
-    skills: Any = field(default_factory=lambda: _Unavailable("skills"))
+    skills: Any = field(default_factory=lambda: _Unavailable(
+        "skills", "is offered to input slots only"))
 
 
 def new_effects():
-    return {"bootstrap": [], "context": [], "deliveries": [], "result": None}
+    return {"bootstrap": [], "context": [], "deliveries": [], "result": None, "skills": []}
 
 
 __all__ = [
@@ -279,7 +328,9 @@ __all__ = [
     "ResultClient",
     "SlotContext",
     "ScopedStateClient",
+    "SkillsClient",
     "SlotUnavailable",
     "StateClient",
+    "ToolsClient",
     "new_effects",
 ]
