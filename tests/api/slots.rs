@@ -387,27 +387,68 @@ const GREEDY_PY: &str = "def process(ctx):\n    ctx.state.core.merge('prefs', {'
 /// Asks for a malformed target.
 const MALFORMED_PY: &str = "def process(ctx):\n    ctx.state.session.set('a..b', 1)\n";
 
+/// A core at `dir` with the shipped base slots, the input slots `inputs`
+/// (`(id, policy, module)`), its `capabilities:` block and the input lanes
+/// of its pipeline (`serial` then `parallel` ids; output is `base_output`).
+fn input_core(
+    dir: &Path,
+    id: &str,
+    capabilities: &str,
+    inputs: &[(&str, &str, &str)],
+    lanes: (&str, &str),
+) {
+    write(
+        dir,
+        "agent.yaml",
+        &format!(
+            "schema_version: 1\nagent:\n  id: {id}\ntools:\n  toolsets: [coding]\n\
+             capabilities:\n{capabilities}"
+        ),
+    );
+    slot(dir, "input", "base_input", "hard", BASE_INPUT_PY);
+    slot(dir, "output", "base_output", "hard", BASE_OUTPUT_PY);
+    for (slot_id, policy, module) in inputs {
+        slot(dir, "input", slot_id, policy, module);
+    }
+    write(
+        dir,
+        "agent/pipelines.yaml",
+        &format!(
+            "schema_version: 1\ninput:\n  serial: [{}]\n  parallel: [{}]\n\
+             output:\n  serial: [base_output]\n",
+            lanes.0, lanes.1
+        ),
+    );
+}
+
+/// `(data[a], data[b])` of each event of type `kind`, in order.
+fn data_pairs<'e>(evs: &'e [Value], kind: &str, a: &str, b: &str) -> Vec<(&'e str, &'e str)> {
+    evs.iter()
+        .filter(|e| e["type"] == kind)
+        .map(|e| {
+            (
+                e["data"][a].as_str().unwrap_or_default(),
+                e["data"][b].as_str().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 fn counting_core(app: &TestApp, tenant: &str) {
     let dir = app.home.join("tenants").join(tenant).join("agents/counter");
-    write(
+    input_core(
         &dir,
-        "agent.yaml",
-        "schema_version: 1\nagent:\n  id: counter\ntools:\n  toolsets: [coding]\n\
-         capabilities:\n  defaults: {}\n  slots:\n    agent/input/count:\n      \
+        "counter",
+        "  defaults: {}\n  slots:\n    agent/input/count:\n      \
          state.session.read: {}\n      state.session.write: {}\n      \
          state.core.read: {}\n      state.core.write:visits: {}\n    \
          agent/input/greedy:\n      state.core.write:visits: {}\n",
-    );
-    slot(&dir, "input", "base_input", "hard", BASE_INPUT_PY);
-    slot(&dir, "output", "base_output", "hard", BASE_OUTPUT_PY);
-    slot(&dir, "input", "count", "hard", COUNT_PY);
-    slot(&dir, "input", "greedy", "soft", GREEDY_PY);
-    slot(&dir, "input", "malformed", "soft", MALFORMED_PY);
-    write(
-        &dir,
-        "agent/pipelines.yaml",
-        "schema_version: 1\ninput:\n  serial: [count, greedy, malformed, base_input]\n\
-         output:\n  serial: [base_output]\n",
+        &[
+            ("count", "hard", COUNT_PY),
+            ("greedy", "soft", GREEDY_PY),
+            ("malformed", "soft", MALFORMED_PY),
+        ],
+        ("count, greedy, malformed, base_input", ""),
     );
 }
 
@@ -429,16 +470,7 @@ async fn slot_state_is_kept_per_session_and_core_under_the_slots_grants() {
             assert_eq!(last(&evs)["data"]["output"], want, "{backend:?}");
             // Each turn: the ungranted write and the malformed target fail
             // their soft slots with a message saying why; nothing else fails.
-            let failed: Vec<(&str, &str)> = evs
-                .iter()
-                .filter(|e| e["type"] == "slot.failed")
-                .map(|e| {
-                    (
-                        e["data"]["slot_id"].as_str().unwrap(),
-                        e["data"]["error"].as_str().unwrap(),
-                    )
-                })
-                .collect();
+            let failed = data_pairs(&evs, "slot.failed", "slot_id", "error");
             assert_eq!(failed.len(), 2, "{failed:?}");
             assert_eq!(failed[0].0, "greedy");
             assert!(
@@ -486,24 +518,18 @@ async fn concurrent_state_writes_from_parallel_slots_all_land() {
     for backend in backends() {
         let app = spawn_app(backend).await;
         let tok = app.token("default", "alice");
-        let dir = core_dir(&app, "racer");
-        write(
-            &dir,
-            "agent.yaml",
-            "schema_version: 1\nagent:\n  id: racer\ntools:\n  toolsets: [coding]\n\
-             capabilities:\n  defaults:\n    state.core.read: {}\n    state.core.write: {}\n",
-        );
-        slot(&dir, "input", "base_input", "hard", BASE_INPUT_PY);
-        slot(&dir, "output", "base_output", "hard", BASE_OUTPUT_PY);
-        slot(&dir, "input", "tally", "hard", TALLY_PY);
-        for id in ["w1", "w2", "w3", "w4"] {
-            slot(&dir, "input", id, "hard", APPEND_PY);
-        }
-        write(
-            &dir,
-            "agent/pipelines.yaml",
-            "schema_version: 1\ninput:\n  serial: [tally, base_input]\n  parallel: [w1, w2, w3, w4]\n\
-             output:\n  serial: [base_output]\n",
+        input_core(
+            &core_dir(&app, "racer"),
+            "racer",
+            "  defaults:\n    state.core.read: {}\n    state.core.write: {}\n",
+            &[
+                ("tally", "hard", TALLY_PY),
+                ("w1", "hard", APPEND_PY),
+                ("w2", "hard", APPEND_PY),
+                ("w3", "hard", APPEND_PY),
+                ("w4", "hard", APPEND_PY),
+            ],
+            ("tally, base_input", "w1, w2, w3, w4"),
         );
         let sid = session_on(&app, &tok, "racer").await;
         // Serial slots run before the parallel group: the first turn sees
@@ -538,23 +564,13 @@ async fn slots_call_tools_through_the_dispatcher_under_their_grants() {
         };
         let app = spawn_with(backend, opts).await;
         let tok = app.token("default", "alice");
-        let dir = core_dir(&app, "toolful");
-        write(
-            &dir,
-            "agent.yaml",
-            "schema_version: 1\nagent:\n  id: toolful\ntools:\n  toolsets: [coding]\n\
-             capabilities:\n  defaults:\n    fs.write: {}\n    fs.read: {}\n    terminal.exec: {}\n  \
+        input_core(
+            &core_dir(&app, "toolful"),
+            "toolful",
+            "  defaults:\n    fs.write: {}\n    fs.read: {}\n    terminal.exec: {}\n  \
              slots:\n    agent/input/jot:\n      tool.call:todo: {}\n      tool.call:write_file: {}\n",
-        );
-        slot(&dir, "input", "base_input", "hard", BASE_INPUT_PY);
-        slot(&dir, "output", "base_output", "hard", BASE_OUTPUT_PY);
-        slot(&dir, "input", "jot", "hard", JOT_PY);
-        slot(&dir, "input", "sneaky", "soft", SNEAKY_PY);
-        write(
-            &dir,
-            "agent/pipelines.yaml",
-            "schema_version: 1\ninput:\n  serial: [jot, sneaky, base_input]\n\
-             output:\n  serial: [base_output]\n",
+            &[("jot", "hard", JOT_PY), ("sneaky", "soft", SNEAKY_PY)],
+            ("jot, sneaky, base_input", ""),
         );
         let sid = session_on(&app, &tok, "toolful").await;
         app.start_turn(&tok, &sid, json!({"input": "buy milk"}))
@@ -592,16 +608,7 @@ async fn slots_call_tools_through_the_dispatcher_under_their_grants() {
             "buy milk"
         );
         // Both calls show as tool cards whose ids name the slot.
-        let calls: Vec<(&str, &str)> = evs
-            .iter()
-            .filter(|e| e["type"] == "tool.call")
-            .map(|e| {
-                (
-                    e["data"]["tool"].as_str().unwrap(),
-                    e["data"]["call_id"].as_str().unwrap(),
-                )
-            })
-            .collect();
+        let calls = data_pairs(&evs, "tool.call", "tool", "call_id");
         assert_eq!(calls.len(), 2, "{calls:?}");
         assert_eq!(calls[0].0, "todo");
         assert_eq!(calls[1].0, "write_file");
@@ -642,12 +649,17 @@ async fn input_slots_activate_skills_they_are_granted_for_the_turn() {
         let app = spawn_with(backend, stand_in.opts("sk-stand-in-key")).await;
         let tok = app.token("default", "alice");
         let dir = core_dir(&app, "skilled");
-        write(
+        input_core(
             &dir,
-            "agent.yaml",
-            "schema_version: 1\nagent:\n  id: skilled\ntools:\n  toolsets: [coding]\n\
-             capabilities:\n  defaults: {}\n  slots:\n    agent/input/picker:\n      \
+            "skilled",
+            "  defaults: {}\n  slots:\n    agent/input/picker:\n      \
              skill.activate: {}\n    agent/input/limited:\n      skill.activate:deploy: {}\n",
+            &[
+                ("picker", "hard", PICKER_PY),
+                ("limited", "soft", LIMITED_PY),
+                ("forger", "hard", FORGER_PY),
+            ],
+            ("picker, limited, forger, base_input", ""),
         );
         write(
             &dir,
@@ -659,31 +671,14 @@ async fn input_slots_activate_skills_they_are_granted_for_the_turn() {
             "agent/skills/style.md",
             "# Style\nWrite short sentences.\n",
         );
-        slot(&dir, "input", "base_input", "hard", BASE_INPUT_PY);
-        slot(&dir, "output", "base_output", "hard", BASE_OUTPUT_PY);
-        slot(&dir, "input", "picker", "hard", PICKER_PY);
-        slot(&dir, "input", "limited", "soft", LIMITED_PY);
-        slot(&dir, "input", "forger", "hard", FORGER_PY);
-        write(
-            &dir,
-            "agent/pipelines.yaml",
-            "schema_version: 1\ninput:\n  serial: [picker, limited, forger, base_input]\n\
-             output:\n  serial: [base_output]\n",
-        );
         let sid = session_on(&app, &tok, "skilled").await;
         stand_in.push(200, text_reply("deployed"), Default::default());
         let evs = turn(&app, &tok, &sid, "ship it").await;
         assert_eq!(last(&evs)["type"], "turn.completed", "{backend:?} {evs:?}");
-        let failed: Vec<&Value> = evs.iter().filter(|e| e["type"] == "slot.failed").collect();
+        let failed = data_pairs(&evs, "slot.failed", "slot_id", "error");
         assert_eq!(failed.len(), 1, "{failed:?}");
-        assert_eq!(failed[0]["data"]["slot_id"], "limited");
-        assert!(
-            failed[0]["data"]["error"]
-                .as_str()
-                .unwrap()
-                .contains("skill.activate:style"),
-            "{failed:?}"
-        );
+        assert_eq!(failed[0].0, "limited");
+        assert!(failed[0].1.contains("skill.activate:style"), "{failed:?}");
         let reqs = stand_in.requests();
         let msgs = reqs[0].1["messages"].as_array().unwrap();
         let systems: Vec<&str> = msgs

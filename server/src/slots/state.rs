@@ -81,9 +81,6 @@ pub enum StateError {
     /// The request or the change is malformed (the slot sees a `ValueError`).
     #[error("{0}")]
     Invalid(String),
-    /// The slot lacks the capability (the slot sees `CapabilityDenied`).
-    #[error("{0}")]
-    Denied(String),
     /// The host could not read or keep the state.
     #[error("{0}")]
     Unavailable(String),
@@ -158,6 +155,17 @@ pub fn parse_request(
         target: target.to_owned(),
         value,
     })
+}
+
+impl Request {
+    /// Which document it reads or writes: `core`, or `session:<id>` of
+    /// the current `session`.
+    pub fn document_key(&self, session: &str) -> String {
+        match self.scope {
+            Scope::Core => "core".to_owned(),
+            Scope::Session => format!("session:{session}"),
+        }
+    }
 }
 
 /// The capabilities that allow `req`, most specific first: the targeted

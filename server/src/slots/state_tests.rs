@@ -53,6 +53,18 @@ fn requests_parse_scope_action_and_value() {
 }
 
 #[test]
+fn documents_are_the_cores_or_the_sessions() {
+    assert_eq!(
+        req("core", "get", "a", Value::Null).document_key("s1"),
+        "core"
+    );
+    assert_eq!(
+        req("session", "set", "a", json!(1)).document_key("s1"),
+        "session:s1"
+    );
+}
+
+#[test]
 fn capabilities_name_the_target_first_then_the_scope() {
     let caps = |s, a, t| capabilities(&req(s, a, t, json!({})));
     assert_eq!(

@@ -16,7 +16,6 @@ pub use slots::SessionSlots;
 mod messages;
 mod migrate;
 mod module_state;
-pub use module_state::scope_key as module_state_scope;
 mod provider_keys;
 mod revocations;
 mod schedules;

@@ -15,14 +15,6 @@ use crate::time::now_ms;
 /// Tries before a write that keeps losing its race gives up.
 const WRITE_TRIES: usize = 8;
 
-/// Whose document: `core`, or `session:<id>`.
-pub fn scope_key(req: &Request, session: &str) -> String {
-    match req.scope {
-        state::Scope::Core => "core".to_owned(),
-        state::Scope::Session => format!("session:{session}"),
-    }
-}
-
 fn storage(e: sqlx::Error) -> StateError {
     StateError::Unavailable(format!("state storage: {e}"))
 }

@@ -26,7 +26,6 @@ use futures_util::future::ready;
 fn refusal(e: StateError) -> (&'static str, String) {
     match e {
         StateError::Invalid(m) => ("invalid", m),
-        StateError::Denied(m) => ("capability", m),
         StateError::Unavailable(m) => ("unavailable", m),
     }
 }
@@ -298,9 +297,8 @@ impl TurnService {
         // `ctx.state` and `ctx.tools`: input and output slots only
         // (bootstrap runs before the session has turns), each request under
         // the slot's grants.
-        let owner = (
-            tenant.as_str().to_owned(),
-            ctx.session.core.clone(),
+        let (core, session, turn) = (
+            ctx.session.core.as_str(),
             ctx.session.id.to_string(),
             ctx.turn_id.to_string(),
         );
@@ -321,24 +319,23 @@ impl TurnService {
                     let generic = caps.last().map(String::as_str).unwrap_or_default();
                     return ready(Err(not_granted(generic, slot))).boxed();
                 }
-                let (tenant, core, session, turn) = owner.clone();
-                let slot_path = slot.slot_path.clone();
+                let (tenant, document) = (tenant.as_str(), req.document_key(&session));
+                let (slot_path, turn) = (slot.slot_path.clone(), turn.as_str());
                 async move {
                     let store = &inner.store;
-                    let scope = crate::store::module_state_scope(&req, &session);
                     let answer = if req.action.writes() {
                         store
                             .write_module_state(
-                                &tenant,
-                                &core,
-                                &scope,
+                                tenant,
+                                core,
+                                &document,
                                 &req,
                                 &slot_path,
-                                Some(&turn),
+                                Some(turn),
                             )
                             .await
                     } else {
-                        store.read_module_state(&tenant, &core, &scope, &req).await
+                        store.read_module_state(tenant, core, &document, &req).await
                     };
                     answer.map_err(refusal)
                 }
