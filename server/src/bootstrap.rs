@@ -80,3 +80,34 @@ pub async fn default_tenant(store: &Store) -> anyhow::Result<bool> {
         .await?;
     Ok(first)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{private_dir, private_home};
+
+    #[test]
+    fn a_home_that_cannot_be_created_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, "not a folder").unwrap();
+        let home = file.join("home");
+        for err in [
+            private_home(&home).unwrap_err(),
+            private_dir(&home).unwrap_err(),
+        ] {
+            let shown = format!("{err:#}");
+            assert!(shown.contains(&home.display().to_string()), "{shown}");
+            assert!(shown.starts_with("create "), "{shown}");
+        }
+    }
+
+    #[test]
+    fn a_new_home_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("nested/home");
+        private_home(&home).unwrap();
+        let mode = std::fs::metadata(&home).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+}

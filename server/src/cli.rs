@@ -22,18 +22,21 @@ pub struct Cli {
 /// Where state lives; shared by every command that touches it.
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
-    /// Home folder for keys, the SQLite database, cores, workspaces and artifacts.
+    /// Home folder for keys, the SQLite database, cores, workspaces and
+    /// artifacts; a relative path is taken from the current folder.
     #[arg(
         long,
         global = true,
         env = "DEMIURGE_HOME",
-        default_value = ".demiurge"
+        default_value = ".demiurge",
+        value_parser = parse_home
     )]
     pub home: PathBuf,
     /// Database URL (`sqlite://…` or `postgres://…`); default: SQLite at `<home>/demiurge.db`.
     #[arg(long, global = true, env = "DATABASE_URL")]
     pub database_url: Option<String>,
-    /// Log format.
+    /// Log format: `text` (coloured only when stderr is a terminal and
+    /// `NO_COLOR` is unset) or `json` (one object a line).
     #[arg(
         long,
         global = true,
@@ -50,6 +53,14 @@ pub struct CommonArgs {
         default_value = "30d"
     )]
     pub token_max_ttl: String,
+}
+
+/// `--home` as an absolute path, fixed once at parse time (default and
+/// environment included): every path derived from the home reaches confined
+/// children whose working folder is a workspace, the database and clients,
+/// so none may be relative to the server's own current folder.
+fn parse_home(s: &str) -> Result<PathBuf, String> {
+    crate::home::absolute_home(std::path::Path::new(s)).map_err(|e| format!("{s:?}: {e}"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -328,4 +339,43 @@ pub struct ServeArgs {
     /// Open HTTP connections served at once; more are closed at accept.
     #[arg(long, env = "DEMIURGE_MAX_CONNECTIONS", default_value_t = 4096)]
     pub max_connections: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Cli;
+
+    fn home_of(args: &[&str]) -> std::path::PathBuf {
+        Cli::try_parse_from(args).unwrap().common.home
+    }
+
+    #[test]
+    fn a_relative_home_on_the_command_line_becomes_absolute() {
+        let cwd = std::env::current_dir().unwrap().canonicalize().unwrap();
+        let home = home_of(&["demiurge", "--home", "state/home", "migrate"]);
+        assert_eq!(home, cwd.join("state/home"));
+        let home = home_of(&["demiurge", "migrate", "--home", "./x/../y"]);
+        assert_eq!(home, cwd.join("y"));
+        let home = home_of(&["demiurge", "serve", "--home", "/srv/demiurge"]);
+        assert_eq!(home, std::path::PathBuf::from("/srv/demiurge"));
+    }
+
+    #[test]
+    fn the_default_home_is_absolute_too() {
+        // DEMIURGE_HOME may be set around the test run; parse as clap would either way.
+        let home = home_of(&["demiurge", "migrate"]);
+        assert!(home.is_absolute(), "{}", home.display());
+        if std::env::var_os("DEMIURGE_HOME").is_none() {
+            let cwd = std::env::current_dir().unwrap().canonicalize().unwrap();
+            assert_eq!(home, cwd.join(".demiurge"));
+        }
+    }
+
+    #[test]
+    fn an_empty_home_is_refused_with_a_message() {
+        let err = Cli::try_parse_from(["demiurge", "--home", "", "migrate"]).unwrap_err();
+        assert!(err.to_string().contains("empty"), "{err}");
+    }
 }

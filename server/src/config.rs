@@ -378,7 +378,11 @@ impl Config {
                 serve.bind
             ))
         })?;
-        let database = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
+        // Already absolute from the command line; made so again for callers
+        // that build `CommonArgs` themselves (nothing may derive a relative path).
+        let home = crate::home::absolute_home(&common.home)
+            .map_err(|e| ConfigError(format!("--home {}: {e}", common.home.display())))?;
+        let database = DatabaseConfig::resolve(&home, common.database_url.as_deref())?;
         let api_key = std::env::var("DEMIURGE_OPENAI_API_KEY")
             .ok()
             .filter(|k| !k.trim().is_empty())
@@ -533,7 +537,7 @@ impl Config {
             terminal_network,
             url_allow,
             bind,
-            home: common.home.clone(),
+            home,
             database,
             provider: ProviderConfig {
                 kind,

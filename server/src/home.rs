@@ -17,9 +17,12 @@
 //!
 //! Pure: it only names paths; creating them (with private permissions) is up
 //! to the caller. Tenant and principal segments are parsed ids, so they can
-//! never climb out of their folder.
+//! never climb out of their folder. The one effect here, [`absolute_home`],
+//! runs once at start-up, so that the root (and every path named from it) is
+//! absolute: confined children run in their workspace, not in the server's
+//! current folder.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use crate::ids::{PrincipalId, TenantId};
 
@@ -136,6 +139,49 @@ impl HomeLayout {
     pub fn session_state_dir(&self, session: &str) -> PathBuf {
         self.runtime_dir().join("session-state").join(session)
     }
+}
+
+/// `path` made absolute against `cwd`, lexically: `.` dropped, `..` folded
+/// (never above `/`). Pure, so every shape of input can be tested.
+pub fn absolute_from(cwd: &Path, path: &Path) -> Result<PathBuf, String> {
+    if path.as_os_str().is_empty() {
+        return Err("the home path is empty".into());
+    }
+    let mut out = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        absolute_from(Path::new("/"), cwd)?
+    };
+    for part in path.components() {
+        match part {
+            Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    Ok(out)
+}
+
+/// The home as the server uses it: absolute against the current folder,
+/// with the part that already exists resolved through its links, so the
+/// walls that compare paths (read roots, the server's own home) see the
+/// same path the kernel does.
+pub fn absolute_home(path: &Path) -> Result<PathBuf, String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("the current folder: {e}"))?;
+    let lexical = absolute_from(&cwd, path)?;
+    for existing in lexical.ancestors() {
+        if let Ok(real) = existing.canonicalize() {
+            let rest = lexical.strip_prefix(existing).unwrap_or(Path::new(""));
+            return Ok(if rest.as_os_str().is_empty() {
+                real
+            } else {
+                real.join(rest)
+            });
+        }
+    }
+    Ok(lexical)
 }
 
 #[cfg(test)]

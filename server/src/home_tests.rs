@@ -70,3 +70,50 @@ fn tenants_and_principals_get_separate_folders() {
         .tenant_artifacts_dir(&t)
         .starts_with(home.tenant_dir(&t)));
 }
+
+#[test]
+fn a_home_is_made_absolute_against_the_current_folder() {
+    let cwd = Path::new("/work/project");
+    let cases: &[(&str, &str)] = &[
+        (".demiurge", "/work/project/.demiurge"),
+        ("./.demiurge", "/work/project/.demiurge"),
+        ("state/home", "/work/project/state/home"),
+        ("state/./home/", "/work/project/state/home"),
+        ("../shared/home", "/work/shared/home"),
+        ("a/../b", "/work/project/b"),
+        ("../../../..", "/"),
+        ("/srv/demiurge", "/srv/demiurge"),
+        ("/srv/../srv/./demiurge", "/srv/demiurge"),
+        ("/", "/"),
+        (".", "/work/project"),
+    ];
+    for (given, want) in cases {
+        assert_eq!(
+            absolute_from(cwd, Path::new(given)).unwrap(),
+            PathBuf::from(want),
+            "{given}"
+        );
+    }
+    assert!(absolute_from(cwd, Path::new("")).is_err());
+    // A relative current folder (never given by the OS) still ends absolute.
+    assert_eq!(
+        absolute_from(Path::new("rel"), Path::new("h")).unwrap(),
+        PathBuf::from("/rel/h")
+    );
+}
+
+#[test]
+fn the_existing_part_of_a_home_is_resolved_through_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().canonicalize().unwrap().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    assert_eq!(absolute_home(&link).unwrap(), real);
+    // A home that does not exist yet keeps its missing tail.
+    assert_eq!(
+        absolute_home(&link.join("not/yet")).unwrap(),
+        real.join("not/yet")
+    );
+    assert!(absolute_home(Path::new(".demiurge")).unwrap().is_absolute());
+}

@@ -4,7 +4,8 @@
 //!
 //! Serving:
 //! - [`config`]: settings from flags and `DEMIURGE_*` variables, parsed once;
-//!   [`cli`] is the command line that `main.rs` runs.
+//!   [`cli`] is the command line that `main.rs` runs; [`cli_reference`]
+//!   renders its flags into `docs/configuration.md`.
 //! - [`startup`]: builds the [`app::App`], binds the listener, serves and drains;
 //!   [`bootstrap`] prepares a fresh home; [`telemetry`] sets up logging.
 //! - [`home`]: [`home::HomeLayout`], the one place that names every path under the home.
@@ -31,6 +32,9 @@
 //! - [`authored`]: authored tools (`tool.yaml` + Python): the call adapter, the
 //!   warm confined `python3` runners and their JSON-lines protocol, and the
 //!   embedded `demiurge.sdk`.
+//! - [`slots`]: agent slots (`agent/pipelines.yaml`): planning the bootstrap,
+//!   input and output lanes, running them in the same warm runner, their
+//!   `ctx.state` documents and host requests (`ctx.tools`, `ctx.skills`).
 //! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment, sandbox.
 //! - [`channels`]: chat channels (Telegram, Slack, Discord, signed webhooks):
 //!   accounts with sealed credentials, verified webhooks with a durable
@@ -74,6 +78,7 @@ pub mod bootstrap;
 pub mod catalog;
 pub mod channels;
 pub mod cli;
+pub mod cli_reference;
 pub mod config;
 pub mod core;
 pub mod dispatch;

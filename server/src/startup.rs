@@ -94,6 +94,11 @@ impl Application {
                 reason,
                 "child processes cannot be confined; the terminal is unavailable"
             );
+            // Beside the token a newcomer reads, not only in the log.
+            eprintln!(
+                "WARNING: child processes are unavailable (terminal, authored tools, \
+                 slots, MCP stdio servers, core history): {reason}"
+            );
             for tool in crate::catalog::CHILD_PROCESS_TOOLS {
                 host_unavailable.insert((*tool).to_owned(), reason.to_owned());
             }

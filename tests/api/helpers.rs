@@ -486,6 +486,15 @@ impl TestApp {
     }
 }
 
+/// Whether the tests run as root (the per-tenant uid path of the sandbox).
+pub fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
 pub fn is_terminal(ev: &Value) -> bool {
     matches!(
         ev["type"].as_str(),

@@ -433,7 +433,7 @@ async fn an_unusable_sandbox_makes_the_terminal_unavailable_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-    if unsafe_euid_is_root() {
+    if running_as_root() {
         let app = spawn_with_home(Backend::Sqlite, dir.path().join("home"), Opts::default()).await;
         let tok = app.token("default", "alice");
         let (_, ready) = app.get(&tok, "/readyz").await;
@@ -452,15 +452,6 @@ async fn an_unusable_sandbox_makes_the_terminal_unavailable_with_the_reason() {
         let evs = run_script(&app, &tok, &sid, terminal("true"), "allow_once").await;
         assert_eq!(results(&evs), ["not_found"]);
     }
-}
-
-/// Whether the tests run as root (the per-tenant uid path).
-fn unsafe_euid_is_root() -> bool {
-    std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
 }
 
 #[tokio::test]
@@ -758,7 +749,7 @@ async fn git_the_host_runs_in_a_tenants_agents_tree_is_confined_too() {
         String::from_utf8_lossy(&log.stderr)
     );
     assert!(String::from_utf8_lossy(&log.stdout).contains("seed the assistant core"));
-    if unsafe_euid_is_root() {
+    if running_as_root() {
         // The commit was made by the tenant's confined uid, not by root.
         use std::os::unix::fs::MetadataExt;
         let objects = std::fs::metadata(agents.join(".git/objects")).unwrap();

@@ -20,6 +20,7 @@ mod models;
 mod openai;
 mod operations;
 mod protection;
+mod readme;
 mod runs;
 mod runtime;
 mod schedules;

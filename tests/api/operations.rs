@@ -1,5 +1,7 @@
 //! Health, readiness, metrics, OpenAPI, limits and configuration errors.
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
 use crate::helpers::*;
@@ -191,14 +193,47 @@ async fn json_logs_are_json() {
     )
     .await;
     let tok = app.token("default", "alice");
-    app.create_session(&tok).await;
-    let log = app.log();
-    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert!(!lines.is_empty());
-    for l in lines {
-        let v: Value = serde_json::from_str(l).unwrap_or_else(|_| panic!("not JSON: {l}"));
-        assert!(v.get("level").is_some());
+    let sid = app.create_session(&tok).await;
+    let tid = app.start_turn(&tok, &sid, json!({"input": "hello"})).await;
+    app.wait_turn(&tok, &sid, &tid).await;
+    // The turn's own line is written just after its state settles.
+    let mut ended = None;
+    for _ in 0..100 {
+        let log = app.log();
+        let lines: Vec<Value> = log
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("not JSON: {l}")))
+            .collect();
+        assert!(!lines.is_empty());
+        for v in &lines {
+            assert!(v.get("level").is_some(), "{v}");
+            assert!(!v.to_string().contains('\u{1b}'), "an escape byte: {v}");
+        }
+        ended = lines.into_iter().find(|v| v["message"] == "turn ended");
+        if ended.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let ended = ended.expect("no \"turn ended\" line");
+    // Lines inside a turn say whose and which.
+    assert_eq!(ended["span"]["tenant"], "default", "{ended}");
+    assert_eq!(ended["span"]["session"], sid.as_str(), "{ended}");
+    assert_eq!(ended["span"]["turn"], tid.as_str(), "{ended}");
+    assert_eq!(ended["status"], "completed", "{ended}");
+}
+
+#[tokio::test]
+async fn a_text_log_written_to_a_file_has_no_escape_bytes() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    let tid = app.start_turn(&tok, &sid, json!({"input": "hello"})).await;
+    app.wait_turn(&tok, &sid, &tid).await;
+    let log = app.log();
+    assert!(log.contains(" INFO "), "{log}");
+    assert!(!log.contains('\u{1b}'), "escape bytes in a file:\n{log}");
 }
 
 #[tokio::test]

@@ -6,8 +6,10 @@
 //! of [`crate::core`]): `agent.yaml`, `agent/SOUL.md`, `agent/pipelines.yaml`
 //! and the Python assistant's slots: `base_input`, `base_output` (a
 //! `slot.yaml` and a `module.py` each, run by [`crate::slots`]) and, for the
-//! assistant only, the `session_context` bootstrap slot. No `slots.tools` root is
-//! configured, so neither has authored tools.
+//! assistant only, the `session_context` bootstrap slot. The assistant names
+//! `agent/tools` as its authored-tools root (empty at first: a tenant adds a
+//! tool by writing `agent/tools/<name>/tool.yaml` and its module); the
+//! evolver has none.
 
 use std::fs;
 use std::io::{self, Write};
@@ -59,6 +61,7 @@ slots:
   skills: agent/skills
   schedules: agent/schedules
   mcp: agent/mcp
+  tools: agent/tools
 tools:
   toolsets:
     - coding

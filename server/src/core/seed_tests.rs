@@ -19,7 +19,7 @@ fn seeded_assistant_loads_cleanly() {
         .collect();
     assert_eq!(core.builtin_tools, expected);
     assert!(core.authored.is_empty());
-    assert!(core.manifest.slots.tools.is_none());
+    assert_eq!(core.manifest.slots.tools.as_deref(), Some("agent/tools"));
     assert!(core.mcp_servers.is_empty() && core.skills.is_empty());
     assert!(core
         .soul
@@ -116,16 +116,29 @@ fn seed_never_overwrites() {
 }
 
 #[test]
-fn seeded_core_ignores_a_tools_folder_without_slots_tools() {
+fn seeded_core_takes_authored_tools_from_agent_tools() {
     let t = tempfile::tempdir().unwrap();
     seed_assistant(t.path()).unwrap();
     write(
         t.path(),
-        "agent/tools/read_file/tool.yaml",
-        "description: would collide\n",
+        "agent/tools/echo/tool.yaml",
+        "entrypoint: module:execute\ndescription: Echoes.\n",
+    );
+    write(
+        t.path(),
+        "agent/tools/echo/module.py",
+        "def execute(ctx, args):\n    return 'x'\n",
     );
     let core = load(t.path(), "assistant").unwrap();
-    assert!(core.authored.is_empty());
+    assert_eq!(core.authored.len(), 1, "{:?}", core.authored);
+    // A name a built-in tool already has is refused, not shadowed.
+    write(
+        t.path(),
+        "agent/tools/read_file/tool.yaml",
+        "entrypoint: module:execute\ndescription: would collide\n",
+    );
+    let err = load(t.path(), "assistant").unwrap_err();
+    assert!(err.to_string().contains("read_file"), "{err}");
 }
 
 #[test]

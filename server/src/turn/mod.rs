@@ -331,10 +331,23 @@ impl TurnService {
             mode,
             bound,
         };
+        // Every log line of the turn (its tools, slots and provider calls
+        // included) carries who and where, so a JSON log can be filtered by
+        // tenant, session or turn.
+        let span = tracing::info_span!(
+            "turn",
+            tenant = %scope.tenant(),
+            session = %session_id,
+            turn = %turn_id
+        );
         let this = self.clone();
-        inner
-            .running
-            .spawn(turn_id, async move { this.run(ctx, token, reason).await });
+        inner.running.spawn(
+            turn_id,
+            tracing::Instrument::instrument(
+                async move { this.run(ctx, token, reason).await },
+                span,
+            ),
+        );
         Ok(turn_id)
     }
 
@@ -389,7 +402,15 @@ impl TurnService {
             .append_final(sid, payload, finish.clone(), new_messages)
             .await
         {
-            Ok(Some(_)) => inner.metrics.turn_finished(status, started.elapsed()),
+            Ok(Some(_)) => {
+                inner.metrics.turn_finished(status, started.elapsed());
+                tracing::info!(
+                    status = status.as_str(),
+                    steps,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "turn ended"
+                );
+            }
             Ok(None) => {}
             Err(e) => {
                 tracing::error!(error = %e, turn = %finish.turn_id, "could not record turn end; settling state only");
