@@ -98,10 +98,13 @@ pub enum Command {
 pub enum TokenCommand {
     /// Print a signed JWT for a principal (creating the tenant and principal if missing).
     Issue {
+        /// The tenant (created if missing).
         #[arg(long)]
         tenant: String,
+        /// The principal the token speaks for (created if missing).
         #[arg(long)]
         principal: String,
+        /// The role the token carries (a new principal is recorded with it).
         #[arg(long, value_enum, default_value = "member")]
         role: RoleArg,
         /// Lifetime, e.g. `1h`, `30m`, `7d` (at most `--token-max-ttl`).
@@ -128,15 +131,19 @@ pub enum TokenCommand {
 pub enum PrincipalCommand {
     /// Refuse every token of the principal until it is enabled again.
     Disable {
+        /// The principal's tenant.
         #[arg(long)]
         tenant: String,
+        /// The principal to disable.
         #[arg(long)]
         principal: String,
     },
     /// Accept the principal's tokens again (revoked ones stay revoked).
     Enable {
+        /// The principal's tenant.
         #[arg(long)]
         tenant: String,
+        /// The principal to enable.
         #[arg(long)]
         principal: String,
     },
@@ -162,6 +169,7 @@ pub enum CheckCommand {
     },
     /// Check a URL against the host URL policy (resolves DNS like a real fetch).
     Url {
+        /// The URL, e.g. `https://example.com/page`.
         url: String,
         /// Networks the policy would block that the operator allows (as `serve`).
         #[arg(long, env = "DEMIURGE_URL_ALLOW", value_delimiter = ',')]

@@ -10,6 +10,7 @@ mod authority;
 mod channels;
 mod cores;
 mod delegation;
+mod docs;
 mod effects;
 mod evolve;
 mod helpers;

@@ -327,31 +327,3 @@ async fn a_home_children_cannot_reach_is_announced_at_start() {
     assert!(warning.contains("chmod o+x"), "{warning}");
     assert!(warning.contains(&cwd.display().to_string()), "{warning}");
 }
-
-/// `docs/configuration.md` names every flag `demiurge serve --help` shows.
-#[test]
-fn every_flag_of_serve_help_is_in_the_configuration_doc() {
-    let help = Command::new(BIN)
-        .args(["serve", "--help"])
-        .output()
-        .unwrap();
-    assert!(help.status.success());
-    let help = String::from_utf8(help.stdout).unwrap();
-    let doc = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/configuration.md"
-    ))
-    .unwrap();
-    let flags: Vec<&str> = help
-        .split(|c: char| c.is_whitespace() || c == ',' || c == '[' || c == '=')
-        .filter(|w| w.starts_with("--") && w.len() > 2)
-        .filter(|w| *w != "--help" && *w != "--version")
-        .collect();
-    assert!(flags.len() > 40, "{flags:?}");
-    for flag in flags {
-        assert!(
-            doc.contains(&format!("`{flag}`")),
-            "docs/configuration.md does not name {flag}"
-        );
-    }
-}
