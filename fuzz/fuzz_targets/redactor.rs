@@ -3,7 +3,7 @@
 //! such in the arguments never shows in a view that rendered.
 #![no_main]
 
-use demiurge::redact::redactor::{SecretRedactor, View};
+use demiurge_redact::redactor::{SecretRedactor, View};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 
@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = SecretRedactor::new().redact_str_for(text, view);
     }
     // Line by line, split at an arbitrary point.
-    let mut lines = demiurge::redact::lines::LineRedactor::new(SecretRedactor::new(), View::Event);
+    let mut lines = demiurge_redact::lines::LineRedactor::new(SecretRedactor::new(), View::Event);
     let cut = text
         .char_indices()
         .map(|(i, _)| i)
@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
         let mut r = SecretRedactor::new();
         r.discover_json(&args);
         let _ = r.try_views(&json!({"content": args.clone(), "data": args.clone()}));
-        let _ = demiurge::dispatch::approvals::preview::argument_preview(&args, 2_000);
+        let _ = demiurge_redact::preview::argument_preview(&args, 2_000);
     }
     // A named secret echoed in the output never reaches a rendered view.
     let secret: String = text

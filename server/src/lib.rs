@@ -25,7 +25,8 @@
 //!   tool filter and names, fingerprints, and each server's state.
 //! - [`dispatch`]: the one path from a tool call to a result: checks, every
 //!   approval, the adapter, typed status, redaction. The only caller of approvals
-//!   ([`dispatch::approvals`], with the approver's argument preview).
+//!   ([`dispatch::approvals`], with the approver's argument preview from
+//!   [`redact::preview`]).
 //! - [`tools`]: built-in tool adapters, and [`tools::contract`], what every tool is
 //!   to the dispatcher: typed arguments, a pure plan naming its approvals, an
 //!   execute step, and the host services it may use (no adapter imports `dispatch`).
@@ -49,17 +50,22 @@
 //!   full-text query words; its SQL (FTS5 / tsvector) is in `store`.
 //! - [`running`]: the registry of work running on this node (turns, tasks) and its shutdown.
 //!
-//! Deciding and hiding:
-//! - [`policy`]: pure decisions, no I/O: the command guard (`policy::shell`
-//!   lexes and parses, [`policy::command_guard`] judges, one file per command
-//!   family), URL policy, capabilities, approval policy and authority,
-//!   workspace path rules, file walls, argument schemas.
+//! Deciding and hiding (the pure floor: [`policy`] and [`redact`] are crates
+//! of their own under `crates/`, re-exported here under these names; they
+//! reach nothing of the server, a runtime, a database or the network):
+//! - [`policy`] (`demiurge-policy`): pure decisions, no I/O: the command
+//!   guard (`policy::shell` lexes and parses, [`policy::command_guard`]
+//!   judges, one file per command family), URL policy, capabilities,
+//!   approval policy and authority, workspace path rules, file walls,
+//!   argument schemas, and the vocabulary they decide on ([`policy::Risk`],
+//!   [`policy::ApprovalPolicy`], [`policy::Role`], [`policy::UnknownValue`]).
+//! - [`redact`] (`demiurge-redact`): secret discovery and the five result
+//!   views ([`redact::redactor`]: names, known secrets, text detection, argv,
+//!   views), line-by-line redaction of live output, the approval argument
+//!   preview.
 //! - [`paths`]: the filesystem edge of the workspace rules (`..` and symlinks
 //!   resolved for real); [`net`]: the network edge of the URL policy, DNS
 //!   and [`net::Outbound`], the one HTTP client for tenant-driven requests.
-//! - [`redact`]: secret discovery and the five result views
-//!   ([`redact::redactor`]: names, known secrets, text detection, argv, views),
-//!   and line-by-line redaction of live output.
 //!
 //! Small shared parts:
 //! - [`wire`]: the typed vocabulary: every event kind and its payload
@@ -92,8 +98,8 @@ pub mod mcp;
 pub mod metrics;
 pub mod net;
 pub mod paths;
-pub mod policy;
-pub mod redact;
+pub use demiurge_policy as policy;
+pub use demiurge_redact as redact;
 pub mod running;
 pub mod sealing;
 pub mod slots;

@@ -132,15 +132,31 @@ fn every_path_in_the_readme_layout_exists() {
 }
 
 /// The file that holds module `path` (`a::b`) of the server crate, if any.
-fn module_file(path: &[&str]) -> Option<PathBuf> {
-    let src = root().join("server/src");
-    let rel: PathBuf = path.iter().collect();
+/// A crate `lib.rs` re-exports (`pub use demiurge_policy as policy;`) is
+/// looked up in its own folder, `crates/policy/src/`.
+fn module_file(lib: &str, path: &[&str]) -> Option<PathBuf> {
+    let (src, rest) = match reexported_crate(lib, path[0]) {
+        Some(dir) => (root().join("crates").join(dir).join("src"), &path[1..]),
+        None => (root().join("server/src"), path),
+    };
+    if rest.is_empty() {
+        return Some(src.join("lib.rs")).filter(|p| p.is_file());
+    }
+    let rel: PathBuf = rest.iter().collect();
     [
         src.join(&rel).with_extension("rs"),
         src.join(&rel).join("mod.rs"),
     ]
     .into_iter()
     .find(|p| p.is_file())
+}
+
+/// The folder under `crates/` of a pure crate `lib.rs` re-exports as `name`.
+fn reexported_crate(lib: &str, name: &str) -> Option<String> {
+    lib.lines().find_map(|l| {
+        let (krate, alias) = l.strip_prefix("pub use demiurge_")?.split_once(" as ")?;
+        (alias.trim_end_matches(';') == name).then(|| krate.to_owned())
+    })
 }
 
 /// `lib.rs`'s `# Layout` names only modules that exist, and every public
@@ -174,22 +190,25 @@ fn lib_rs_layout_names_every_module_and_only_real_ones() {
             continue;
         }
         let top = modules[0];
-        let is_module = lib.contains(&format!("\npub mod {top};"));
+        let is_module =
+            lib.contains(&format!("\npub mod {top};")) || reexported_crate(&lib, top).is_some();
         if modules.len() == 1 && !is_module {
             continue; // a word in backticks, like `python3`
         }
         assert!(
-            module_file(&modules).is_some(),
-            "lib.rs # Layout names `{item}`, but server/src/{} does not exist",
+            module_file(&lib, &modules).is_some(),
+            "lib.rs # Layout names `{item}`, but its file ({}) does not exist",
             modules.join("/")
         );
         named.insert(top.to_owned());
     }
     for line in lib.lines() {
-        if let Some(m) = line
-            .strip_prefix("pub mod ")
-            .and_then(|l| l.strip_suffix(';'))
-        {
+        let module = line.strip_prefix("pub mod ").or_else(|| {
+            line.strip_prefix("pub use demiurge_")
+                .and_then(|l| l.split_once(" as "))
+                .map(|(_, alias)| alias)
+        });
+        if let Some(m) = module.and_then(|l| l.strip_suffix(';')) {
             assert!(
                 named.contains(m) || layout.contains(&format!("[`{m}`]")),
                 "lib.rs # Layout leaves out the module `{m}`"
@@ -324,4 +343,62 @@ fn the_link_checker_reads_markdown_as_github_does() {
         ["same", "same-1", "t"]
     );
     assert_eq!(links(text), ["b.md#c"]);
+}
+
+/// Every package `name` reaches in `Cargo.lock` (dev-dependencies and every
+/// enabled feature included, so this over-approximates `cargo tree`).
+fn lock_closure(lock: &str, name: &str) -> BTreeSet<String> {
+    let mut deps = std::collections::HashMap::<String, Vec<String>>::new();
+    for block in lock.split("[[package]]").skip(1) {
+        let field = |key: &str| {
+            block
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{key} = \"")))
+                .map(|v| v.trim_end_matches('"').to_owned())
+        };
+        let Some(pkg) = field("name") else { continue };
+        let list: Vec<String> = block
+            .split_once("dependencies = [")
+            .map(|(_, rest)| rest.split(']').next().unwrap_or(""))
+            .unwrap_or("")
+            .lines()
+            .filter_map(|l| l.trim().trim_end_matches(',').strip_prefix('"'))
+            .filter_map(|l| l.trim_end_matches('"').split(' ').next())
+            .map(str::to_owned)
+            .collect();
+        deps.entry(pkg).or_default().extend(list);
+    }
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![name.to_owned()];
+    while let Some(p) = todo.pop() {
+        if seen.insert(p.clone()) {
+            todo.extend(deps.get(&p).cloned().unwrap_or_default());
+        }
+    }
+    seen
+}
+
+/// The pure floor stays pure: no runtime, database, HTTP or MCP crate, and
+/// not the server, anywhere below `demiurge-policy` or `demiurge-redact`.
+#[test]
+fn the_pure_crates_reach_no_runtime_database_or_network_crate() {
+    let lock = read("Cargo.lock");
+    for krate in ["demiurge-policy", "demiurge-redact"] {
+        let closure = lock_closure(&lock, krate);
+        assert!(
+            closure.len() > 5,
+            "{krate} not found in Cargo.lock: {closure:?}"
+        );
+        for bad in closure.iter().filter(|p| {
+            [
+                "tokio", "sqlx", "axum", "reqwest", "rmcp", "hyper", "mio", "demiurge",
+            ]
+            .iter()
+            .any(|b| p.as_str() == *b || p.starts_with(&format!("{b}-")))
+        }) {
+            assert_eq!(bad, krate, "{krate} reaches {bad}");
+        }
+    }
+    // The checker itself sees the server's runtime.
+    assert!(lock_closure(&lock, "demiurge").contains("tokio"));
 }

@@ -853,13 +853,17 @@ function accountRow(a) {
         onclick: async (e) => {
           if (!confirm(`Delete the chat account ${a.name}? Its webhook stops answering.`)) return;
           e.currentTarget.disabled = true;
+          let outcome;
           try {
             await api("DELETE", "/v1/channels/accounts/" + encodeURIComponent(a.id));
-            say($("channels-status"), `${a.name} deleted.`);
+            outcome = [`${a.name} deleted.`, false];
           } catch (err) {
-            say($("channels-status"), errorText(err), true);
+            outcome = [errorText(err), true];
           }
-          loadChannels();
+          // Say it once the list shows it: the row is gone (or still there)
+          // when the message appears, and a reload does not wipe an error.
+          await loadChannels();
+          say($("channels-status"), ...outcome);
         },
       }),
     ),

@@ -3,34 +3,8 @@
 
 use crate::ids::{PrincipalId, TenantId};
 
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Member,
-    Operator,
-    Admin,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Member => "member",
-            Role::Operator => "operator",
-            Role::Admin => "admin",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        match s {
-            "member" => Some(Role::Member),
-            "operator" => Some(Role::Operator),
-            "admin" => Some(Role::Admin),
-            _ => None,
-        }
-    }
-}
+/// The role lives with the approval authority rules that decide on it.
+pub use demiurge_policy::Role;
 
 /// Who is calling: tenant, principal and role. Fields are private and there
 /// is no public constructor outside this crate's auth code.

@@ -599,6 +599,10 @@ fn resolve_authored(
 pub const AUTHORED_RUNNER: &str = "authored:runner";
 
 #[cfg(test)]
+#[path = "builtin_schemas_tests.rs"]
+mod builtin_schemas_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -14,7 +14,9 @@
 //! about the new value.
 
 pub mod events;
-pub mod risk;
+/// [`Risk`] and [`ApprovalPolicy`] are decided on by the pure policy crate,
+/// which owns them.
+pub use demiurge_policy::risk;
 pub mod states;
 
 pub use risk::{ApprovalPolicy, Risk};

@@ -11,16 +11,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// A stored or received text that is not one of the known values of a
-/// vocabulary enum (state, decision, risk, approval policy, …).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {kind}: {value:?}")]
-pub struct UnknownValue {
-    /// What was being read, e.g. `turn status` or `tool risk`.
-    pub kind: &'static str,
-    /// The rejected text, verbatim.
-    pub value: String,
-}
+/// Reading a vocabulary fails the same way in the pure crates and here.
+pub use demiurge_policy::UnknownValue;
 
 /// One closed vocabulary: the enum, its spellings, a strict `FromStr`,
 /// `Display`, serde and the OpenAPI schema, all from one list.

@@ -13,7 +13,8 @@
 //! What the approver sees of the arguments is [`preview::argument_preview`]:
 //! bounded, with secrets redacted.
 
-pub mod preview;
+/// The preview is pure redaction, so it lives with the redactor.
+pub use demiurge_redact::preview;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
