@@ -75,6 +75,26 @@
 //! - [`metrics`]: Prometheus counters, gauges and histograms.
 //! - [`error`]: the host error type, mapped to HTTP in one place (`api::error`).
 //! - [`time`]: wall-clock helpers.
+//!
+//! # Floors
+//!
+//! The modules above, bottom first. A module may use those on its own floor
+//! or below; `scripts/layering` (run by `scripts/test`) reads this list and
+//! fails on an arrow that climbs, or on modules that import each other,
+//! unless `server/layering.allow` names the arrow (today's tangles, a list
+//! that may only shrink).
+//!
+//! 1. `ids`, `time`, `error`, `home`, `running`, `wire`, `policy`, `redact`: values, vocabulary and pure decisions
+//! 2. `cli`, `cli_reference`, `telemetry`, `config`: the command line and settings
+//! 3. `store`, `events`, `history`, `auth`, `sealing`, `bootstrap`, `metrics`: state and who may touch it
+//! 4. `exec`, `net`, `paths`: effects on processes, the network and files
+//! 5. `mcp`, `catalog`, `core`: what a core declares and the catalog built from it
+//! 6. `authored`, `slots`, `tools`, `tasks`: what runs for a turn: runners, tools, background work
+//! 7. `dispatch`: the one path from a tool call to its result
+//! 8. `turn`: the model/tool loop
+//! 9. `channels`: chat platforms, driving turns
+//! 10. `app`, `api`: the services held together and their HTTP surface
+//! 11. `startup`: building and serving it all
 
 pub mod api;
 pub mod app;
