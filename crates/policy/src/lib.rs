@@ -1,7 +1,8 @@
 //! Pure decision code: values in, verdicts out, no I/O. The command guard
 //! (the shell lexer and parser, one file per command family), the URL
 //! policy, capabilities, approval policy and authority, workspace path
-//! rules, file walls, argument schemas, and the small vocabulary they decide
+//! rules, file walls, argument schemas, what a slot's `ctx.state` request
+//! means and needs ([`slot_state`]), and the small vocabulary they decide
 //! on ([`Risk`], [`ApprovalPolicy`], [`Role`], [`UnknownValue`]).
 //!
 //! A crate of its own so that the boundary is the compiler's: nothing here
@@ -19,6 +20,7 @@ pub mod json_schema;
 pub mod risk;
 mod role;
 pub(crate) mod shell;
+pub mod slot_state;
 mod unknown;
 
 /// Entry points for the fuzz targets in `fuzz/` (the lexer and parser are

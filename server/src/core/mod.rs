@@ -52,6 +52,7 @@ pub mod repository;
 pub mod rollback;
 pub mod runs;
 pub mod schedule_file;
+pub mod schedule_spec;
 pub mod seed;
 
 pub use loader::{

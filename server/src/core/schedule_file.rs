@@ -16,7 +16,7 @@
 //!
 //! Unknown keys are refused (as upstream); `enabled` defaults to `true`,
 //! `modules` to the base slots, `delivery` to `local`. `schedule` is what
-//! [`crate::tasks::schedule_spec`] reads: a five-field cron expression in UTC
+//! [`crate::core::schedule_spec`] reads: a five-field cron expression in UTC
 //! (upstream's only form), or this host's `every <duration>` and
 //! `at <RFC 3339 time>`. The file name is the schedule id
 //! (`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`, `.yaml` or `.yml`). Rendering writes
@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::tasks::schedule_spec::{self, Spec, SpecError};
+use super::schedule_spec::{self, Spec, SpecError};
 
 /// Characters of a prompt.
 pub const MAX_PROMPT_CHARS: usize = 20_000;

@@ -9,6 +9,7 @@
 
 pub mod plan;
 pub mod run;
-pub mod state;
+/// Pure, so it lives with the other pure decisions.
+pub use crate::policy::slot_state as state;
 
 pub use plan::{Group, Lane, Native, Pipeline, PlanError, Selection, SlotSpec};

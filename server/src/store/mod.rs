@@ -12,6 +12,7 @@ mod events;
 mod history;
 mod lineage;
 mod slots;
+pub use lineage::{Delegation, Lineage, HARD_MAX_DEPTH};
 pub use slots::SessionSlots;
 mod messages;
 mod migrate;

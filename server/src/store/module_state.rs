@@ -9,7 +9,7 @@ use sqlx::Row;
 
 use super::Store;
 use crate::config::Backend;
-use crate::slots::state::{self, Request, StateError};
+use crate::policy::slot_state::{self as state, Request, StateError};
 use crate::time::now_ms;
 
 /// Tries before a write that keeps losing its race gives up.

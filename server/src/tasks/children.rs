@@ -22,13 +22,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
 use crate::ids::SessionId;
+/// A session's place in a delegation chain is a stored record: the store
+/// owns its types.
+pub use crate::store::{Delegation, Lineage, HARD_MAX_DEPTH};
 
 /// The task kind of a child agent.
 pub const KIND: &str = "agent.spawn";
 /// `max_depth` when the call gives none (or `0`).
 pub const DEFAULT_MAX_DEPTH: u32 = 2;
-/// No delegation chain is ever deeper than this, whatever a call asks.
-pub const HARD_MAX_DEPTH: u32 = 3;
 /// Children one parent turn may start.
 pub const MAX_CHILDREN_PER_TURN: usize = 4;
 /// Child agents of one session queued or running at once.
@@ -39,71 +40,6 @@ pub const MAX_GOAL_CHARS: usize = 20_000;
 pub const FORK_MESSAGES: usize = 12;
 /// Characters of the forked transcript.
 pub const FORK_CHARS: usize = 12_000;
-
-/// Where a session sits in a delegation chain. A top-level session is
-/// depth 0 with the hard cap.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delegation {
-    pub depth: u32,
-    /// The deepest a chain through this session may reach.
-    pub max_depth: u32,
-    /// The tools this session's turns may see (`None`: every tool of its core).
-    pub tools: Option<Vec<String>>,
-    /// The core that delegated (its grants bound this session's tools).
-    pub parent_core: Option<String>,
-    /// The evolve run (of `parent_core`) whose worktree is this session's
-    /// workspace: the evolver child of `evolve_core start`.
-    pub workspace_run: Option<String>,
-    /// The sessions above this one, the parent first: approvals asked here
-    /// are mirrored to their streams.
-    pub ancestor_sessions: Vec<SessionId>,
-    /// The cores of every delegating session above, the parent's first:
-    /// each one bounds this session's capabilities and approval policies.
-    pub ancestor_cores: Vec<String>,
-}
-
-impl Delegation {
-    /// A child agent's session (delegated by another session).
-    pub fn is_child(&self) -> bool {
-        self.depth > 0
-    }
-
-    /// `(core, run id)` when this session works in an evolve run's worktree.
-    pub fn run_of(&self) -> Option<(&str, &str)> {
-        Some((self.parent_core.as_deref()?, self.workspace_run.as_deref()?))
-    }
-}
-
-impl Default for Delegation {
-    fn default() -> Self {
-        Self {
-            depth: 0,
-            max_depth: HARD_MAX_DEPTH,
-            tools: None,
-            parent_core: None,
-            workspace_run: None,
-            ancestor_sessions: Vec::new(),
-            ancestor_cores: Vec::new(),
-        }
-    }
-}
-
-/// The lineage of a new child session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lineage {
-    pub parent_session: SessionId,
-    pub parent_core: String,
-    pub depth: u32,
-    pub max_depth: u32,
-    pub tools: Option<Vec<String>>,
-    /// See [`Delegation::workspace_run`].
-    pub workspace_run: Option<String>,
-    /// The child core's input/output slots its turns run (resolved ids,
-    /// base included) and whether its bootstrap slots run.
-    pub input_slots: Vec<String>,
-    pub output_slots: Vec<String>,
-    pub use_bootstrap: bool,
-}
 
 /// What a child core offers: its tools (after the parent's grants) and its
 /// input/output pipeline slots.

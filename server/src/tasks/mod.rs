@@ -36,7 +36,6 @@
 
 pub mod children;
 pub mod parked;
-pub mod schedule_spec;
 pub mod schedules;
 pub mod signals;
 

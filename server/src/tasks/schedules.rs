@@ -30,11 +30,11 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::schedule_spec::{self, SpecError};
 use super::{CompletionError, CompletionSink};
 use crate::auth::{PrincipalScope, Role};
 use crate::core::repository::{CoreRepository, CoreView};
 use crate::core::schedule_file::{self, ScheduleFile, ScheduleFileError};
+use crate::core::schedule_spec::{self, SpecError};
 use crate::ids::{CoreId, PrincipalId, SessionId, TenantId};
 use crate::store::{NewScheduleOwner, NewSession, ScheduleOwner, Store};
 use crate::time::now_ms;

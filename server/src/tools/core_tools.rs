@@ -146,7 +146,7 @@ const EVOLVER_WAIT: std::time::Duration = super::delegate::MAX_FOREGROUND_WAIT;
 pub fn evolver_input(run_id: &str, core: &str, goal: &str) -> String {
     if goal
         .trim_start()
-        .starts_with(crate::turn::script::INPUT_PREFIX)
+        .starts_with(crate::wire::SCRIPT_INPUT_PREFIX)
     {
         return goal.to_owned();
     }

@@ -29,7 +29,7 @@ pub struct ScriptStep {
 pub const MAX_STEPS: usize = 256;
 
 /// What starts a script written in the user text itself (CONTRACT.md).
-pub const INPUT_PREFIX: &str = "script:";
+pub use crate::wire::SCRIPT_INPUT_PREFIX as INPUT_PREFIX;
 
 /// A script written in the user text: `script:` followed by a JSON array of
 /// steps. `None` when the text is not one; `Some(Err)` names what is wrong.

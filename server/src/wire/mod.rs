@@ -20,6 +20,11 @@ pub use demiurge_policy::risk;
 pub mod states;
 
 pub use risk::{ApprovalPolicy, Risk};
+
+/// What starts a fake-model script written in a turn's input itself
+/// (`script:[…]`, CONTRACT.md): the turn plays it, and `evolve_core` passes
+/// such a goal to its evolver unframed.
+pub const SCRIPT_INPUT_PREFIX: &str = "script:";
 pub use states::{
     ApprovalState, ClarificationState, Completion, Decision, TaskStatus, ToolStatus, TurnStatus,
     UnknownValue,

@@ -1,7 +1,7 @@
 //! Host-managed slot state (`ctx.state.core` / `ctx.state.session`): what a
 //! request from the runner means, which capabilities it needs, and how it
 //! changes a state document. Pure: the turn checks the grants and the store
-//! keeps the documents (`store/module_state.rs`).
+//! keeps the documents (`demiurge::store`, `module_state.rs`).
 //!
 //! A scope's state is one JSON object (`{"schema_version": 1}` when new). A
 //! target is a dotted path into it (`preferences.tone`); `get` reads one,
@@ -274,5 +274,5 @@ pub fn read(doc: &Value, req: &Request) -> Value {
 }
 
 #[cfg(test)]
-#[path = "state_tests.rs"]
+#[path = "slot_state_tests.rs"]
 mod tests;
