@@ -8,6 +8,11 @@ use std::time::Duration;
 
 use crate::cli::{CommonArgs, ServeArgs};
 
+/// Default cap on one command's stored output.
+pub const DEFAULT_ARTIFACT_MAX_BYTES: u64 = 256 * 1024 * 1024;
+/// Default cap on one tenant's stored output.
+pub const DEFAULT_TENANT_STORAGE_MAX_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct ConfigError(pub String);
@@ -180,8 +185,8 @@ pub struct ProtectionConfig {
 impl Default for ProtectionConfig {
     fn default() -> Self {
         Self {
-            artifact_max_bytes: crate::exec::quota::DEFAULT_ARTIFACT_MAX_BYTES,
-            tenant_storage_max_bytes: crate::exec::quota::DEFAULT_TENANT_STORAGE_MAX_BYTES,
+            artifact_max_bytes: DEFAULT_ARTIFACT_MAX_BYTES,
+            tenant_storage_max_bytes: DEFAULT_TENANT_STORAGE_MAX_BYTES,
             max_background_tasks_principal: 8,
             max_background_tasks_tenant: 32,
             max_queued_tasks_tenant: 1000,
@@ -317,7 +322,7 @@ pub struct Config {
     pub approval_timeout: Duration,
     pub clarify_timeout: Duration,
     /// How children are confined (`--sandbox…`).
-    pub sandbox: crate::exec::sandbox::Settings,
+    pub sandbox: crate::policy::sandbox_plan::Settings,
     /// Canonical folders outside workspaces that file tools may read after approval.
     pub read_roots: Vec<PathBuf>,
     /// `--terminal-network`: `false` cuts the network of terminal commands.
@@ -489,7 +494,7 @@ impl Config {
             }
             extra_read_roots.push(root.clone());
         }
-        let limits = crate::exec::sandbox::Limits {
+        let limits = crate::policy::sandbox_plan::Limits {
             cpu_seconds: serve.sandbox_cpu_seconds,
             processes: serve.sandbox_max_processes,
             file_size: serve.sandbox_max_file_size,
@@ -513,7 +518,7 @@ impl Config {
                 serve.sandbox_uid_base
             )));
         }
-        let sandbox = crate::exec::sandbox::Settings {
+        let sandbox = crate::policy::sandbox_plan::Settings {
             enabled,
             extra_read_roots,
             limits,

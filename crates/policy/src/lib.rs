@@ -1,7 +1,8 @@
 //! Pure decision code: values in, verdicts out, no I/O. The command guard
 //! (the shell lexer and parser, one file per command family), the URL
 //! policy, capabilities, approval policy and authority, workspace path
-//! rules, file walls, argument schemas, what a slot's `ctx.state` request
+//! rules, file walls, argument schemas, the sandbox plan (from settings
+//! and machine facts to the walls a child gets), what a slot's `ctx.state` request
 //! means and needs ([`slot_state`]), and the small vocabulary they decide
 //! on ([`Risk`], [`ApprovalPolicy`], [`Role`], [`UnknownValue`]).
 //!
@@ -19,6 +20,7 @@ pub mod file_walls;
 pub mod json_schema;
 pub mod risk;
 mod role;
+pub mod sandbox_plan;
 pub(crate) mod shell;
 pub mod slot_state;
 mod unknown;

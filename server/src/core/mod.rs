@@ -54,6 +54,7 @@ pub mod runs;
 pub mod schedule_file;
 pub mod schedule_spec;
 pub mod seed;
+pub mod skill_doc;
 
 pub use loader::{
     load_core, load_global_fallback, AuthoredTool, CoreError, CoreErrorKind, LoadedCore,

@@ -35,7 +35,7 @@ pub struct CoreView {
     pub model: ModelChoice,
     pub max_model_steps: u32,
     /// Skills of the core with their text, read once per revision.
-    pub skills: Arc<Vec<crate::tools::contract::SkillDoc>>,
+    pub skills: Arc<Vec<crate::core::skill_doc::SkillDoc>>,
     /// The core's folder on disk.
     pub dir: PathBuf,
     /// The skill root relative to the core folder.
@@ -433,7 +433,7 @@ fn build_view(
         skills: Arc::new(
             core.skills
                 .iter()
-                .map(|k| crate::tools::contract::SkillDoc::read(&k.id, core_dir.join(&k.path_rel)))
+                .map(|k| crate::core::skill_doc::SkillDoc::read(&k.id, core_dir.join(&k.path_rel)))
                 .collect(),
         ),
         max_model_steps: core.manifest.runtime.max_model_steps.clamp(1, 90) as u32,

@@ -18,10 +18,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Default cap on one command's stored output.
-pub const DEFAULT_ARTIFACT_MAX_BYTES: u64 = 256 * 1024 * 1024;
-/// Default cap on one tenant's stored output.
-pub const DEFAULT_TENANT_STORAGE_MAX_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+/// The defaults are settings, so they live with the others.
+pub use crate::config::{DEFAULT_ARTIFACT_MAX_BYTES, DEFAULT_TENANT_STORAGE_MAX_BYTES};
 
 /// Which limit stopped the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -45,7 +45,8 @@
 //! The work in the forked child ([`Confinement::enter`]) is raw,
 //! async-signal-safe syscalls only: the ruleset is built in the parent.
 
-pub mod plan;
+/// The pure half lives with the other pure decisions.
+pub use crate::policy::sandbox_plan as plan;
 
 use std::collections::HashSet;
 use std::io;

@@ -1,7 +1,8 @@
 //! The pure half of confinement: from settings, machine facts and one
 //! request to the exact walls a child gets. No I/O here, so every rule is
-//! tested as a table (`plan_tests.rs`); [`super::Sandbox`] turns a [`Plan`]
-//! into a Landlock ruleset, a uid and resource limits.
+//! tested as a table (`sandbox_plan_tests.rs`); the server's
+//! `exec::sandbox::Sandbox` turns a [`Plan`] into a Landlock ruleset, a uid
+//! and resource limits.
 
 use std::path::{Path, PathBuf};
 
@@ -305,5 +306,5 @@ pub fn child_path(host_path: Option<&str>, read_roots: &[PathBuf]) -> String {
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
+#[path = "sandbox_plan_tests.rs"]
 mod tests;
