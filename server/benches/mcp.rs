@@ -19,8 +19,8 @@
 
 use std::time::{Duration, Instant};
 
+use demiurge::catalog::mcp_cache::{CatalogCache, Stamp};
 use demiurge::catalog::{CatalogInput, McpOffer, McpTarget, ResolvedCatalog};
-use demiurge::mcp::extend::{CatalogCache, Stamp};
 use demiurge::mcp::runtime::ConnKey;
 use demiurge::mcp::{ServerState, ServerStatus};
 use demiurge::policy::approval_policy::ApprovalPolicy;

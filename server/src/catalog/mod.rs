@@ -7,6 +7,9 @@
 //! comes from `builtin_tools.json`, taken from the Python project's registry.
 //! Authored and MCP sources join through [`CatalogInput`] as they land.
 
+/// The turn's catalog with its MCP tools, cached per owner and stamp.
+pub mod mcp_cache;
+
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 

@@ -13,10 +13,10 @@ use serde_json::{json, Value};
 
 use super::approvals::{ApprovalRequest, ApprovalScope, Verdict};
 use super::Dispatcher;
+use crate::catalog::mcp_cache::Stamp;
 use crate::catalog::{McpOffer, McpTarget, ResolvedCatalog};
 use crate::exec::sandbox;
 use crate::home::HomeLayout;
-use crate::mcp::extend::Stamp;
 use crate::mcp::http::PinnedHttp;
 use crate::mcp::manifest::{ServerManifest, Transport};
 use crate::mcp::runtime::{
@@ -39,7 +39,7 @@ impl Dispatcher {
     /// server this turn may use. Connections are asked for (approval),
     /// started and discovered here, and relisted when their server said its
     /// tools changed; `None` when the core declares none. The extended
-    /// catalog is cached ([`crate::mcp::extend`]): a turn whose base catalog,
+    /// catalog is cached ([`crate::catalog::mcp_cache`]): a turn whose base catalog,
     /// server states and connections are unchanged shares the last one.
     pub async fn mcp_catalog(
         &self,
@@ -67,7 +67,7 @@ impl Dispatcher {
             owner.core.as_str(),
         );
         if declared.is_empty() {
-            self.mcp.catalogs().forget(owner_id);
+            self.mcp_catalogs.forget(owner_id);
             return None;
         }
         let mut statuses: Vec<ServerStatus> = declared.iter().map(|d| d.status.clone()).collect();
@@ -158,7 +158,7 @@ impl Dispatcher {
             connections: live.iter().map(|c| c.as_ref().map(|c| c.stamp())).collect(),
         };
         let statuses = stamp.statuses.clone();
-        let extended = self.mcp.catalogs().get_or_build(owner_id, stamp, || {
+        let extended = self.mcp_catalogs.get_or_build(owner_id, stamp, || {
             let mut statuses = statuses;
             let mut offers = Vec::new();
             for (index, d) in declared.iter().enumerate() {

@@ -361,6 +361,9 @@ pub struct Dispatcher {
     walls: Arc<Walls>,
     /// Live MCP connections (asked for and used only through here).
     mcp: crate::mcp::runtime::McpRuntime,
+    /// Turns' catalogs extended with their MCP tools, per (tenant,
+    /// principal, core).
+    mcp_catalogs: Arc<crate::catalog::mcp_cache::CatalogCache>,
     /// The tenants' agents trees: the core tools change them.
     cores: crate::core::repository::CoreRepository,
 }
@@ -393,6 +396,7 @@ impl Dispatcher {
             home: home.to_path_buf(),
             walls,
             mcp: crate::mcp::runtime::McpRuntime::new(),
+            mcp_catalogs: Default::default(),
             cores,
         })
     }

@@ -11,7 +11,6 @@
 //! declaration that is not connected is reported `unavailable` with the
 //! reason, never dropped.
 
-pub mod extend;
 pub mod http;
 pub mod manifest;
 pub mod runtime;

@@ -39,7 +39,6 @@ use serde::Serialize;
 use tokio::io::AsyncReadExt;
 use tokio::sync::Semaphore;
 
-use super::extend::CatalogCache;
 use super::http::PinnedHttp;
 use crate::exec::sandbox::Confinement;
 use crate::policy::json_schema::ArgumentSchema;
@@ -401,8 +400,6 @@ struct Inner {
     /// The last reason a turn left a server unconnected (for listings).
     notes: Mutex<HashMap<ConnKey, String>>,
     permits: Semaphore,
-    /// Turns' extended catalogs, per (tenant, principal, core).
-    catalogs: CatalogCache,
 }
 
 impl Default for McpRuntime {
@@ -419,7 +416,6 @@ impl McpRuntime {
                 failed: Mutex::new(HashMap::new()),
                 notes: Mutex::new(HashMap::new()),
                 permits: Semaphore::new(MAX_CONCURRENT_CONNECTS),
-                catalogs: CatalogCache::default(),
             }),
         }
     }
@@ -467,11 +463,6 @@ impl McpRuntime {
             (&a.core, &a.principal, &a.server).cmp(&(&b.core, &b.principal, &b.server))
         });
         items
-    }
-
-    /// The cache of turns' extended catalogs.
-    pub fn catalogs(&self) -> &CatalogCache {
-        &self.inner.catalogs
     }
 
     /// Close every connection that neither a call nor a turn used for

@@ -14,9 +14,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::catalog::ResolvedCatalog;
-
-use super::ServerStatus;
+use super::ResolvedCatalog;
+use crate::mcp::ServerStatus;
 
 /// What an extended catalog was built from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,5 +88,5 @@ impl CatalogCache {
 }
 
 #[cfg(test)]
-#[path = "extend_tests.rs"]
+#[path = "mcp_cache_tests.rs"]
 mod tests;
