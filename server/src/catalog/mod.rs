@@ -163,7 +163,7 @@ pub struct ResolvedEntry {
 /// Where an MCP entry's calls go.
 #[derive(Debug, Clone)]
 pub struct McpTarget {
-    pub key: crate::mcp::runtime::ConnKey,
+    pub key: crate::mcp::ConnKey,
     pub server: String,
     /// The tool's name on the server.
     pub tool: String,

@@ -20,6 +20,26 @@ use serde_yaml_ng::Value;
 
 use manifest::ServerManifest;
 
+/// Identity of one connection: a change of any part is another connection.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ConnKey {
+    pub tenant: String,
+    pub principal: String,
+    pub core: String,
+    /// The core's revision (its catalog fingerprint).
+    pub revision: String,
+    pub server: String,
+    /// The declaration's fingerprint.
+    pub fingerprint: String,
+}
+
+impl ConnKey {
+    /// Whether `other` belongs to the same (tenant, principal, core).
+    pub(crate) fn same_owner(&self, other: &ConnKey) -> bool {
+        self.tenant == other.tenant && self.principal == other.principal && self.core == other.core
+    }
+}
+
 /// Why a valid, enabled server has no tools on this host.
 pub const NO_CLIENT: &str =
     "MCP server not connected: a turn connects it once mcp.connect:<server> is granted and approved";

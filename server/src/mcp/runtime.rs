@@ -40,6 +40,8 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::Semaphore;
 
 use super::http::PinnedHttp;
+/// Declared with the server declarations, which the catalog reads too.
+pub use super::ConnKey;
 use crate::exec::sandbox::Confinement;
 use crate::policy::json_schema::ArgumentSchema;
 use crate::redact::redactor::{SecretRedactor, View};
@@ -56,26 +58,6 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// Connection identities, host-wide: a new connection never reuses one, so a
 /// cached catalog that names a closed connection can never match again.
 static CONNECTION_IDS: AtomicU64 = AtomicU64::new(1);
-
-/// Identity of one connection: a change of any part is another connection.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ConnKey {
-    pub tenant: String,
-    pub principal: String,
-    pub core: String,
-    /// The core's revision (its catalog fingerprint).
-    pub revision: String,
-    pub server: String,
-    /// The declaration's fingerprint.
-    pub fingerprint: String,
-}
-
-impl ConnKey {
-    /// Whether `other` belongs to the same (tenant, principal, core).
-    fn same_owner(&self, other: &ConnKey) -> bool {
-        self.tenant == other.tenant && self.principal == other.principal && self.core == other.core
-    }
-}
 
 /// A confined child speaking MCP over its stdin/stdout.
 pub struct StdioLaunch {
