@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::tools::contract::{ToolOutcome, ToolStatus};
+use crate::wire::{ToolOutcome, ToolStatus};
 
 /// Longest line the host reads from a runner; longer is garbage.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::protocol::{self, FromRunner, MAX_LINE_BYTES};
 use crate::catalog::AuthoredSpec;
 use crate::exec::sandbox::{Request, Sandbox};
-use crate::tools::contract::{ToolOutcome, ToolStatus};
+use crate::wire::{ToolOutcome, ToolStatus};
 
 /// Idle runners kept per (tenant, revision, workspace).
 pub const MAX_IDLE_PER_KEY: usize = 2;

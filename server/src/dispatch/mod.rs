@@ -486,7 +486,8 @@ impl Dispatcher {
                     .await
             }
             _ if entry.authored.is_some() => {
-                self.drive::<crate::authored::AuthoredCall>(&env).await
+                self.drive::<crate::tools::authored::AuthoredCall>(&env)
+                    .await
             }
             other => ToolOutcome::error(
                 ToolStatus::NotFound,

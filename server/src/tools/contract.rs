@@ -18,7 +18,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::PrincipalScope;
@@ -28,42 +28,9 @@ use crate::policy::approval_policy::{ApprovalPolicy, Risk};
 
 pub use crate::wire::ToolStatus;
 
-/// Raw adapter result: internal execution data, never shown before redaction.
-#[derive(Debug, Clone)]
-pub struct ToolOutcome {
-    pub status: ToolStatus,
-    /// What the model sees by default (text, or JSON for structured tools).
-    pub content: Value,
-    /// Structured metadata for operators.
-    pub data: Value,
-}
-
-impl ToolOutcome {
-    pub fn ok_text(text: impl Into<String>, data: Value) -> Self {
-        Self {
-            status: ToolStatus::Succeeded,
-            content: Value::String(text.into()),
-            data,
-        }
-    }
-
-    pub fn ok_json(content: Value) -> Self {
-        Self {
-            status: ToolStatus::Succeeded,
-            content,
-            data: Value::Null,
-        }
-    }
-
-    pub fn error(status: ToolStatus, message: impl Into<String>) -> Self {
-        let message = message.into();
-        Self {
-            status,
-            data: json!({"error": message}),
-            content: Value::String(message),
-        }
-    }
-}
+/// What an adapter returns; the wire vocabulary, so runners below the
+/// tools (authored, slots) return it too.
+pub use crate::wire::ToolOutcome;
 
 /// One approval a call needs before its effect. The dispatcher turns it
 /// into a request: policy = the stricter of `baseline` and the entry's

@@ -4,6 +4,7 @@
 //! validates, capability-checks, asks for every approval a plan names and
 //! redacts the result; no adapter depends on the dispatcher.
 
+pub mod authored;
 pub mod beneath;
 pub mod clarify;
 pub mod contract;

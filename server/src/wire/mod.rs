@@ -14,18 +14,20 @@
 //! about the new value.
 
 pub mod events;
+pub mod outcome;
 /// [`Risk`] and [`ApprovalPolicy`] are decided on by the pure policy crate,
 /// which owns them.
 pub use demiurge_policy::risk;
 pub mod states;
 
+pub use outcome::ToolOutcome;
 pub use risk::{ApprovalPolicy, Risk};
+pub use states::{
+    ApprovalState, ClarificationState, Completion, Decision, TaskStatus, ToolStatus, TurnStatus,
+    UnknownValue,
+};
 
 /// What starts a fake-model script written in a turn's input itself
 /// (`script:[…]`, CONTRACT.md): the turn plays it, and `evolve_core` passes
 /// such a goal to its evolver unframed.
 pub const SCRIPT_INPUT_PREFIX: &str = "script:";
-pub use states::{
-    ApprovalState, ClarificationState, Completion, Decision, TaskStatus, ToolStatus, TurnStatus,
-    UnknownValue,
-};
