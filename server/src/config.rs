@@ -383,10 +383,9 @@ impl Config {
                 serve.bind
             ))
         })?;
-        // Already absolute from the command line; made so again for callers
-        // that build `CommonArgs` themselves (nothing may derive a relative path).
-        let home = crate::home::absolute_home(&common.home)
-            .map_err(|e| ConfigError(format!("--home {}: {e}", common.home.display())))?;
+        // Absolute already: `cli::parse_home` is its one owner (clap builds
+        // every `CommonArgs`).
+        let home = common.home.clone();
         let database = DatabaseConfig::resolve(&home, common.database_url.as_deref())?;
         let api_key = std::env::var("DEMIURGE_OPENAI_API_KEY")
             .ok()

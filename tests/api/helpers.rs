@@ -186,36 +186,7 @@ async fn start(
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    // Generous: on a loaded 2-core machine PostgreSQL DDL alone can take seconds.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let mut lines = Vec::new();
-    let addr = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => {
-                let found = line.strip_prefix("listening on http://").map(str::to_owned);
-                lines.push(line);
-                if let Some(a) = found {
-                    break a;
-                }
-            }
-            Err(_) => {
-                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-                panic!("server did not start: stdout {lines:?}\nlog:\n{log}");
-            }
-        }
-    };
-    // Keep draining stdout so the child never blocks on a full pipe.
-    std::thread::spawn(move || while rx.recv().is_ok() {});
+    let (addr, lines) = wait_listening(&mut child, &log_path);
     let app = TestApp {
         addr,
         home,
@@ -231,6 +202,40 @@ async fn start(
     };
     app.wait_ready().await;
     app
+}
+
+/// The stdout lines of a starting server up to its `listening on` line,
+/// and its address; its stdout is drained after that so it never blocks on
+/// a full pipe. Kills it and fails with its log (`log_path`, its stderr)
+/// when it does not start.
+pub fn wait_listening(child: &mut Child, log_path: &Path) -> (String, Vec<String>) {
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Generous: on a loaded 2-core machine PostgreSQL DDL alone can take seconds.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut lines = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(line) = rx.recv_timeout(left) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            let log = std::fs::read_to_string(log_path).unwrap_or_default();
+            panic!("server did not start: stdout {lines:?}\nlog:\n{log}");
+        };
+        let found = line.strip_prefix("listening on http://").map(str::to_owned);
+        lines.push(line);
+        if let Some(addr) = found {
+            std::thread::spawn(move || while rx.recv().is_ok() {});
+            return (addr, lines);
+        }
+    }
 }
 
 impl Drop for TestApp {

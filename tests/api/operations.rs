@@ -189,7 +189,8 @@ async fn json_logs_are_json() {
         Opts {
             args: vec!["--log-format".into(), "json".into()],
             ..Opts::default()
-        },
+        }
+        .env("RUST_LOG", "info,demiurge::turn=debug"),
     )
     .await;
     let tok = app.token("default", "alice");

@@ -9,10 +9,9 @@
 //! slot, a confined terminal command, an authored tool and an approval, with
 //! no failure anywhere.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -67,33 +66,8 @@ fn serve_in(cwd: &Path, database_url: Option<&str>) -> (std::process::Child, Str
         cmd.env("DATABASE_URL", url);
     }
     let mut child = cmd.spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let mut lines = Vec::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let Ok(line) = rx.recv_timeout(left) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            let log = std::fs::read_to_string(cwd.join("server.log")).unwrap_or_default();
-            panic!("the server did not start: {lines:?}\n{log}")
-        };
-        if let Some(addr) = line.strip_prefix("listening on http://") {
-            let addr = addr.to_owned();
-            lines.push(line);
-            std::thread::spawn(move || while rx.recv().is_ok() {});
-            return (child, addr, lines);
-        }
-        lines.push(line);
-    }
+    let (addr, lines) = wait_listening(&mut child, &cwd.join("server.log"));
+    (child, addr, lines)
 }
 
 /// Waits in the tour's shell until the session's latest turn has ended or

@@ -404,7 +404,9 @@ impl TurnService {
         {
             Ok(Some(_)) => {
                 inner.metrics.turn_finished(status, started.elapsed());
-                tracing::info!(
+                // Debug, not info: at thousands of turns a second a line per
+                // turn would be most of the log.
+                tracing::debug!(
                     status = status.as_str(),
                     steps,
                     elapsed_ms = started.elapsed().as_millis() as u64,
