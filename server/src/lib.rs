@@ -19,7 +19,8 @@
 //!
 //! Running agents:
 //! - [`turn`]: turn execution, model providers and the model/tool loop.
-//! - [`core`]: Agent Cores: manifests, loading, the per-tenant agents tree.
+//! - [`core`]: Agent Cores: manifests, loading, the per-tenant agents tree,
+//!   and the slot pipeline a core declares ([`core::pipeline`], planned purely).
 //! - [`catalog`]: the per-turn resolved tool catalog.
 //! - [`mcp`]: MCP server declarations (`agent/mcp/<server>.yaml`): validation,
 //!   tool filter and names, fingerprints, and each server's state.
@@ -33,10 +34,12 @@
 //! - [`authored`]: authored tools (`tool.yaml` + Python): the call adapter, the
 //!   warm confined `python3` runners and their JSON-lines protocol, and the
 //!   embedded `demiurge.sdk`.
-//! - [`slots`]: agent slots (`agent/pipelines.yaml`): planning the bootstrap,
-//!   input and output lanes, running them in the same warm runner, their
+//! - [`slots`]: agent slots (`agent/pipelines.yaml`): running the planned
+//!   bootstrap, input and output lanes in the same warm runner, their
 //!   `ctx.state` documents and host requests (`ctx.tools`, `ctx.skills`).
 //! - [`exec`]: owned processes: groups, kills, drains, artifacts, environment, sandbox.
+//! - [`walls`]: the walls every effect of a tenant stays inside (sandbox,
+//!   file walls, terminal network, storage quota, the outbound client).
 //! - [`channels`]: chat channels (Telegram, Slack, Discord, signed webhooks):
 //!   accounts with sealed credentials, verified webhooks with a durable
 //!   inbox, conversations bound to sessions, approvals in the chat, and the
@@ -87,7 +90,7 @@
 //! 1. `ids`, `time`, `error`, `home`, `running`, `wire`, `policy`, `redact`: values, vocabulary and pure decisions
 //! 2. `cli`, `cli_reference`, `telemetry`, `config`: the command line and settings
 //! 3. `store`, `events`, `history`, `auth`, `sealing`, `bootstrap`, `metrics`: state and who may touch it
-//! 4. `exec`, `net`, `paths`: effects on processes, the network and files
+//! 4. `exec`, `net`, `paths`, `walls`: effects on processes, the network and files, and the walls around them
 //! 5. `mcp`, `catalog`, `core`: what a core declares and the catalog built from it
 //! 6. `authored`, `slots`, `tools`, `tasks`: what runs for a turn: runners, tools, background work
 //! 7. `dispatch`: the one path from a tool call to its result
@@ -130,4 +133,5 @@ pub mod telemetry;
 pub mod time;
 pub mod tools;
 pub mod turn;
+pub mod walls;
 pub mod wire;

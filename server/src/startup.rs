@@ -161,6 +161,7 @@ impl Application {
             store.clone(),
             &config.home,
             walls.clone(),
+            Arc::new(crate::authored::Runners::new(config.authored_timeout)),
             cores.clone(),
         );
         let turns = TurnService::new(
@@ -397,7 +398,7 @@ pub async fn shutdown_signal() {
 fn build_walls(
     config: &Config,
     quota: Arc<crate::exec::StorageQuota>,
-) -> anyhow::Result<crate::dispatch::Walls> {
+) -> anyhow::Result<crate::walls::Walls> {
     let home = config
         .home
         .canonicalize()
@@ -408,13 +409,11 @@ fn build_walls(
     };
     let sandbox =
         crate::exec::sandbox::Sandbox::detect(config.sandbox.clone(), &home, database.as_deref());
-    Ok(crate::dispatch::Walls {
+    Ok(crate::walls::Walls {
         sandbox,
         files: crate::policy::file_walls::FileWalls::new(home, config.read_roots.clone(), database),
         terminal_network: config.terminal_network,
         quota,
-        authored: Arc::new(crate::authored::Runners::new()),
-        authored_timeout: config.authored_timeout,
         mcp_idle_timeout: config.mcp_idle_timeout,
         outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
             allow: config.url_allow.clone(),

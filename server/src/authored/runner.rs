@@ -45,12 +45,13 @@ const SLOTS_PY: &str = include_str!("python/demiurge/slots.py");
 
 type Key = (String, String, PathBuf);
 
-/// The pool of warm runners of this server.
-#[derive(Default)]
+/// The pool of warm runners of this server, and how long one call may take
+/// (`--authored-timeout`).
 pub struct Runners {
     idle: Mutex<HashMap<Key, Vec<Runner>>>,
     /// Tool copies known to be complete (skip the disk check).
     copied: Mutex<HashSet<PathBuf>>,
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for Runners {
@@ -164,8 +165,17 @@ enum Broken {
 }
 
 impl Runners {
-    pub fn new() -> Self {
-        Self::default()
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            idle: Mutex::default(),
+            copied: Mutex::default(),
+            timeout,
+        }
+    }
+
+    /// How long one call (a tool call or a slot) may take.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// Idle runners right now (for tests and metrics).

@@ -48,6 +48,7 @@ pub mod loader;
 pub mod manifest;
 pub mod mcp_review;
 pub mod path;
+pub mod pipeline;
 pub mod repository;
 pub mod rollback;
 pub mod runs;

@@ -43,7 +43,7 @@ pub struct CoreView {
     /// The core's MCP declarations (manifest and status), in order.
     pub mcp: Vec<crate::mcp::Declared>,
     /// The bootstrap/input/output pipeline, resolved once per revision.
-    pub pipeline: Arc<crate::slots::Pipeline>,
+    pub pipeline: Arc<super::pipeline::Pipeline>,
     /// The schedules folder relative to the core folder.
     pub schedules_root: String,
     /// The schedule files of this revision, read once with it (a file that
@@ -127,7 +127,7 @@ pub struct CoreRepository {
     pub(super) host_unavailable: Arc<BTreeMap<String, String>>,
     /// The walls `git` runs inside: the agents tree is the tenant's, so the
     /// host's own commands there are confined like the tenant's.
-    pub(super) walls: Option<Arc<crate::tools::contract::Walls>>,
+    pub(super) walls: Option<Arc<crate::walls::Walls>>,
 }
 
 impl CoreRepository {
@@ -143,7 +143,7 @@ impl CoreRepository {
 
     /// Runs `git` in agents trees inside these walls (without them, as in
     /// unit tests, it runs as the server, on trees the server just seeded).
-    pub fn with_walls(mut self, walls: Arc<crate::tools::contract::Walls>) -> Self {
+    pub fn with_walls(mut self, walls: Arc<crate::walls::Walls>) -> Self {
         self.walls = Some(walls);
         self
     }
@@ -437,10 +437,10 @@ fn build_view(
                 .collect(),
         ),
         max_model_steps: core.manifest.runtime.max_model_steps.clamp(1, 90) as u32,
-        pipeline: Arc::new(crate::slots::Pipeline::from_core(
+        pipeline: Arc::new(super::pipeline::Pipeline::from_core(
             &core,
             core_dir,
-            &crate::slots::run::native_of,
+            &super::pipeline::native_of,
         )),
         schedules: Arc::new(read_schedules(&core_dir.join(&core.schedules_root))),
         schedules_root: core.schedules_root.clone(),

@@ -23,12 +23,12 @@ const FILES: &[(&str, &str)] = &[
     ("agent/input/base_input/slot.yaml", BASE_INPUT_SLOT),
     (
         "agent/input/base_input/module.py",
-        crate::slots::run::BASE_INPUT_PY,
+        super::pipeline::BASE_INPUT_PY,
     ),
     ("agent/output/base_output/slot.yaml", BASE_OUTPUT_SLOT),
     (
         "agent/output/base_output/module.py",
-        crate::slots::run::BASE_OUTPUT_PY,
+        super::pipeline::BASE_OUTPUT_PY,
     ),
     (
         "agent/bootstrap/session_context/slot.yaml",
@@ -148,12 +148,12 @@ const EVOLVER_FILES: &[(&str, &str)] = &[
     ("agent/input/base_input/slot.yaml", BASE_INPUT_SLOT),
     (
         "agent/input/base_input/module.py",
-        crate::slots::run::BASE_INPUT_PY,
+        super::pipeline::BASE_INPUT_PY,
     ),
     ("agent/output/base_output/slot.yaml", BASE_OUTPUT_SLOT),
     (
         "agent/output/base_output/module.py",
-        crate::slots::run::BASE_OUTPUT_PY,
+        super::pipeline::BASE_OUTPUT_PY,
     ),
 ];
 

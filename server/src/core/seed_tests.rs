@@ -37,7 +37,8 @@ fn seeded_assistant_loads_cleanly() {
     assert_eq!(boot.manifest.failure_policy, FailurePolicy::Soft);
     assert_eq!(core.slots.len(), 3);
     // The shipped base slots are the Python project's modules, run natively.
-    let pipeline = crate::slots::Pipeline::from_core(&core, &dir, &crate::slots::run::native_of);
+    let pipeline =
+        crate::core::pipeline::Pipeline::from_core(&core, &dir, &crate::core::pipeline::native_of);
     assert!(pipeline.input_serial[0].native.is_some());
     assert!(pipeline.output_serial[0].native.is_some());
     assert!(pipeline.bootstrap[0].native.is_none());

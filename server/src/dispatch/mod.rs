@@ -30,7 +30,8 @@ use approvals::preview::argument_preview;
 use approvals::{ApprovalRequest, ApprovalScope, Approvals, Verdict};
 use clarify::Clarifications;
 
-pub use crate::tools::contract::{CallContext, ToolOutcome, ToolStatus, Walls};
+pub use crate::tools::contract::{CallContext, ToolOutcome, ToolStatus};
+use crate::walls::Walls;
 
 impl Host for Dispatcher {
     fn start_task<'a>(
@@ -359,6 +360,8 @@ pub struct Dispatcher {
     store: crate::store::Store,
     home: PathBuf,
     walls: Arc<Walls>,
+    /// Warm authored-tool runners (tools here, slots in the turn).
+    runners: Arc<crate::authored::Runners>,
     /// Live MCP connections (asked for and used only through here).
     mcp: crate::mcp::runtime::McpRuntime,
     /// Turns' catalogs extended with their MCP tools, per (tenant,
@@ -385,6 +388,7 @@ impl Dispatcher {
         store: crate::store::Store,
         home: &Path,
         walls: Arc<Walls>,
+        runners: Arc<crate::authored::Runners>,
         cores: crate::core::repository::CoreRepository,
     ) -> Arc<Self> {
         Arc::new(Self {
@@ -395,6 +399,7 @@ impl Dispatcher {
             events,
             home: home.to_path_buf(),
             walls,
+            runners,
             mcp: crate::mcp::runtime::McpRuntime::new(),
             mcp_catalogs: Default::default(),
             cores,
@@ -404,6 +409,11 @@ impl Dispatcher {
     /// The walls every effect stays inside (for `/readyz` and start-up).
     pub fn walls(&self) -> &Walls {
         &self.walls
+    }
+
+    /// The warm authored-tool runners (slots run on them too).
+    pub fn runners(&self) -> &crate::authored::Runners {
+        &self.runners
     }
 
     /// Resolve, check and run one call; no events.
@@ -445,6 +455,7 @@ impl Dispatcher {
             catalog,
             args,
             walls: &self.walls,
+            runners: &self.runners,
             home: &self.home,
             host: self,
         };

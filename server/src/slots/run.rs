@@ -12,47 +12,12 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::plan::{Group, Lane, Native, SlotSpec};
 use crate::authored::runner::Invocation;
 use crate::authored::{HostAnswer, HostAsk, Runners, SlotRun};
 use crate::catalog::AuthoredSpec;
 use crate::core::manifest::{FailurePolicy, HistoryPolicy};
+use crate::core::pipeline::{Group, Lane, Native, SlotSpec};
 use crate::exec::sandbox::Sandbox;
-
-/// The shipped `base_input` module (the Python project's, unchanged).
-pub const BASE_INPUT_PY: &str =
-    "def process(ctx):\n    ctx.input.add_context(ctx.input.raw_text, role=\"user\")\n";
-/// The shipped `base_output` module.
-pub const BASE_OUTPUT_PY: &str =
-    "def process(ctx):\n    ctx.output.send_text(ctx.output.response_text)\n";
-
-/// Which shipped base slot the folder `dir` holds, if its module is byte
-/// for byte the shipped one: the host then does what it would do without
-/// starting Python (an edited module runs in the runner like any other).
-///
-/// A `base_input` / `base_output` folder with no `module.py` at all (cores
-/// seeded by earlier versions of this host, whose base slots were built in)
-/// keeps that built-in behaviour.
-pub fn native_of(dir: &Path, entrypoint: &str) -> Option<Native> {
-    if entrypoint.trim() != "module:process" {
-        return None;
-    }
-    let module = dir.join("module.py");
-    if !module.exists() {
-        return match dir.file_name().and_then(|n| n.to_str()) {
-            Some("base_input") => Some(Native::BaseInput),
-            Some("base_output") => Some(Native::BaseOutput),
-            _ => None,
-        };
-    }
-    let text = std::fs::read_to_string(module).ok()?;
-    let text = text.replace("\r\n", "\n");
-    match text.trim_end() {
-        t if t == BASE_INPUT_PY.trim_end() => Some(Native::BaseInput),
-        t if t == BASE_OUTPUT_PY.trim_end() => Some(Native::BaseOutput),
-        _ => None,
-    }
-}
 
 /// Text a slot adds to the current prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]

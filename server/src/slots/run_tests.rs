@@ -52,39 +52,6 @@ fn absorbs_skill_activations_once_each_in_order() {
 }
 
 #[test]
-fn only_the_shipped_base_modules_run_natively() {
-    let dir = std::env::temp_dir().join(format!("slots-native-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("module.py"), BASE_INPUT_PY).unwrap();
-    assert_eq!(native_of(&dir, "module:process"), Some(Native::BaseInput));
-    assert_eq!(native_of(&dir, "module:other"), None);
-    std::fs::write(dir.join("module.py"), BASE_OUTPUT_PY.replace('\n', "\r\n")).unwrap();
-    assert_eq!(native_of(&dir, "module:process"), Some(Native::BaseOutput));
-    std::fs::write(
-        dir.join("module.py"),
-        format!("{BASE_OUTPUT_PY}    print('edited')\n"),
-    )
-    .unwrap();
-    assert_eq!(native_of(&dir, "module:process"), None);
-    std::fs::remove_dir_all(&dir).unwrap();
-    // Older seeds: base slots without code keep the built-in behaviour.
-    let root = std::env::temp_dir().join(format!("slots-native-{}", uuid::Uuid::new_v4()));
-    for name in ["base_input", "base_output", "other"] {
-        std::fs::create_dir_all(root.join(name)).unwrap();
-    }
-    assert_eq!(
-        native_of(&root.join("base_input"), "module:process"),
-        Some(Native::BaseInput)
-    );
-    assert_eq!(
-        native_of(&root.join("base_output"), "module:process"),
-        Some(Native::BaseOutput)
-    );
-    assert_eq!(native_of(&root.join("other"), "module:process"), None);
-    std::fs::remove_dir_all(&root).unwrap();
-}
-
-#[test]
 fn native_base_slots_say_what_the_python_ones_say() {
     let slot = SlotSpec {
         id: "base_output".into(),

@@ -54,12 +54,11 @@ impl Tool for AuthoredCall {
             turn: json!({"session_id": ctx.session_id, "turn_id": ctx.turn_id,
                 "core_revision": ctx.core_fingerprint}),
             args: &args,
-            timeout: env.walls.authored_timeout,
+            timeout: env.runners.timeout(),
         };
         let output = env.host.output_sink(env);
         let mut outcome = env
-            .walls
-            .authored
+            .runners
             .call(invocation, &allow, output, &ctx.cancel)
             .await;
         if outcome.data.is_null() {

@@ -25,6 +25,7 @@ use crate::auth::PrincipalScope;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
 use crate::ids::{SessionId, TurnId};
 use crate::policy::approval_policy::{ApprovalPolicy, Risk};
+pub use crate::walls::Walls;
 
 pub use crate::wire::ToolStatus;
 
@@ -180,25 +181,6 @@ pub struct CallContext {
 /// there and are re-exported for the tools that read them.
 pub use crate::core::skill_doc::{CoreRef, SkillDoc, MAX_SKILL_BYTES};
 
-/// The walls every effect of a tenant stays inside: the child-process
-/// sandbox, the file tools' reach and the terminal's network.
-#[derive(Debug)]
-pub struct Walls {
-    pub sandbox: crate::exec::sandbox::Sandbox,
-    pub files: crate::policy::file_walls::FileWalls,
-    /// `--terminal-network`: `false` cuts the network of terminal commands.
-    pub terminal_network: bool,
-    /// Bytes of command output (artifacts, task logs) per command and tenant.
-    pub quota: Arc<crate::exec::StorageQuota>,
-    /// Warm authored-tool runners, and how long one call may take.
-    pub authored: Arc<crate::authored::Runners>,
-    pub authored_timeout: std::time::Duration,
-    /// The one outbound HTTP client (URL policy, `--url-allow`, pinning).
-    pub outbound: crate::net::Outbound,
-    /// `--mcp-idle-timeout`: an MCP connection unused this long is closed.
-    pub mcp_idle_timeout: std::time::Duration,
-}
-
 /// A user's answer to a clarifying question.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
@@ -324,6 +306,8 @@ pub struct ToolEnv<'a> {
     /// the call leaves behind (background tasks, live output).
     pub args: &'a Value,
     pub walls: &'a Walls,
+    /// The warm authored-tool runners (and their per-call timeout).
+    pub runners: &'a crate::authored::Runners,
     /// The host's home folder (runtime state, artifacts).
     pub home: &'a Path,
     pub host: &'a dyn Host,
@@ -370,6 +354,7 @@ pub(crate) mod testing {
         pub ctx: CallContext,
         pub catalog: ResolvedCatalog,
         pub walls: Walls,
+        pub runners: crate::authored::Runners,
         pub host: RefusingHost,
     }
 
@@ -537,8 +522,6 @@ pub(crate) mod testing {
             ),
             terminal_network: true,
             quota: crate::exec::StorageQuota::new(1 << 20, 1 << 30),
-            authored: std::sync::Arc::new(crate::authored::Runners::new()),
-            authored_timeout: std::time::Duration::from_secs(5),
             mcp_idle_timeout: crate::mcp::runtime::DEFAULT_IDLE_TIMEOUT,
             outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
                 dns: crate::net::DnsSettings::Servers(vec![std::net::SocketAddr::from((
@@ -554,6 +537,7 @@ pub(crate) mod testing {
             ctx,
             catalog,
             walls,
+            runners: crate::authored::Runners::new(std::time::Duration::from_secs(5)),
             host: RefusingHost { over_cap: None },
         }
     }
@@ -568,6 +552,7 @@ pub(crate) mod testing {
                 catalog: &self.catalog,
                 args,
                 walls: &self.walls,
+                runners: &self.runners,
                 home: self.dir.path(),
                 host: &self.host,
             }

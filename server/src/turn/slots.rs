@@ -3,7 +3,7 @@
 //! input slots before the model call (they build the user message and add
 //! system context), output slots after it (they deliver the final output).
 //! A failed slot emits `slot.failed`; a `hard` one fails the turn with
-//! `slot_failed`. The phase plans come from [`crate::slots::plan`].
+//! `slot_failed`. The phase plans come from [`crate::core::pipeline`].
 
 use futures_util::FutureExt as _;
 use serde_json::{json, Value};
@@ -12,11 +12,11 @@ use super::{TurnContext, TurnEnd, TurnService};
 use crate::authored::HostAsk;
 use crate::catalog::ResolvedCatalog;
 use crate::core::loader::Phase;
+use crate::core::pipeline::{self as plan, Group, Selection};
 use crate::core::repository::CoreView;
 use crate::dispatch::CallContext;
 use crate::home::HomeLayout;
 use crate::redact::redactor::{SecretRedactor, View};
-use crate::slots::plan::{self, Group, Selection};
 use crate::slots::run::{self, Effects, SlotEnv};
 use crate::slots::state::{self as slot_state, StateError};
 use crate::wire::events::{self, EventPayload};
@@ -31,7 +31,7 @@ fn refusal(e: StateError) -> (&'static str, String) {
 }
 
 /// A request the slot holds no grant for.
-fn not_granted(cap: &str, slot: &crate::slots::SlotSpec) -> (&'static str, String) {
+fn not_granted(cap: &str, slot: &crate::core::pipeline::SlotSpec) -> (&'static str, String) {
     (
         "capability",
         format!(
@@ -291,7 +291,7 @@ impl TurnService {
             .take(32)
             .collect();
         let grants = catalog.grants();
-        let allow = |slot: &crate::slots::SlotSpec, cap: &str| {
+        let allow = |slot: &crate::core::pipeline::SlotSpec, cap: &str| {
             grants.allows(cap, Some(&slot.slot_path), &slot.capabilities, true)
         };
         // `ctx.state` and `ctx.tools`: input and output slots only
@@ -303,7 +303,7 @@ impl TurnService {
             ctx.turn_id.to_string(),
         );
         let tool_calls = std::sync::atomic::AtomicU32::new(0);
-        let answer = |slot: &crate::slots::SlotSpec, ask: HostAsk| match ask {
+        let answer = |slot: &crate::core::pipeline::SlotSpec, ask: HostAsk| match ask {
             HostAsk::State {
                 scope,
                 action,
@@ -384,7 +384,7 @@ impl TurnService {
             _ => Some(&answer),
         };
         let env = SlotEnv {
-            runners: &walls.authored,
+            runners: inner.dispatcher.runners(),
             sandbox: &walls.sandbox,
             tenant: tenant.as_str(),
             revision: &revision,
@@ -393,7 +393,7 @@ impl TurnService {
             home: layout.terminal_home(tenant, ctx.scope.principal()),
             tmp: layout.terminal_tmp(tenant, ctx.scope.principal()),
             network: walls.terminal_network && !catalog.terminal_network_off(),
-            timeout: walls.authored_timeout,
+            timeout: inner.dispatcher.runners().timeout(),
             allow: &allow,
             host,
             turn: json!({"session_id": ctx.session.id, "turn_id": ctx.turn_id,

@@ -4,7 +4,10 @@
 //! ordered groups to run. `base_input` / `base_output` are always selected
 //! when the pipeline lists them; a list names ids of the pipeline and runs
 //! them in pipeline order; an id the pipeline does not list is an error
-//! naming it. No I/O here.
+//! naming it. Planning does no I/O; [`native_of`], which tells the shipped
+//! base modules by their bytes, reads a slot's `module.py` once per revision
+//! when the pipeline is built. The pipeline is part of what a core declares,
+//! so it lives with the core; `slots` runs it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,6 +16,41 @@ use serde_json::Value;
 
 use crate::core::loader::{LoadedCore, Phase};
 use crate::core::manifest::{FailurePolicy, HistoryPolicy};
+
+/// The shipped `base_input` module (the Python project's, unchanged).
+pub const BASE_INPUT_PY: &str =
+    "def process(ctx):\n    ctx.input.add_context(ctx.input.raw_text, role=\"user\")\n";
+/// The shipped `base_output` module.
+pub const BASE_OUTPUT_PY: &str =
+    "def process(ctx):\n    ctx.output.send_text(ctx.output.response_text)\n";
+
+/// Which shipped base slot the folder `dir` holds, if its module is byte
+/// for byte the shipped one: the host then does what it would do without
+/// starting Python (an edited module runs in the runner like any other).
+///
+/// A `base_input` / `base_output` folder with no `module.py` at all (cores
+/// seeded by earlier versions of this host, whose base slots were built in)
+/// keeps that built-in behaviour.
+pub fn native_of(dir: &Path, entrypoint: &str) -> Option<Native> {
+    if entrypoint.trim() != "module:process" {
+        return None;
+    }
+    let module = dir.join("module.py");
+    if !module.exists() {
+        return match dir.file_name().and_then(|n| n.to_str()) {
+            Some("base_input") => Some(Native::BaseInput),
+            Some("base_output") => Some(Native::BaseOutput),
+            _ => None,
+        };
+    }
+    let text = std::fs::read_to_string(module).ok()?;
+    let text = text.replace("\r\n", "\n");
+    match text.trim_end() {
+        t if t == BASE_INPUT_PY.trim_end() => Some(Native::BaseInput),
+        t if t == BASE_OUTPUT_PY.trim_end() => Some(Native::BaseOutput),
+        _ => None,
+    }
+}
 
 /// How a group of slots runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,5 +315,5 @@ pub fn plan_bootstrap(pipeline: &Pipeline, use_bootstrap: bool) -> Vec<Group> {
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
+#[path = "pipeline_tests.rs"]
 mod tests;
