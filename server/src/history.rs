@@ -1,7 +1,9 @@
 //! Session history search: who may read which history, which of the three
 //! modes a request is (one session's messages, browsing sessions, full
-//! text), and the full-text query built from the caller's words. Pure: the
-//! SQL lives in `store::history`, the orchestration in [`search`].
+//! text), and [`search`], which runs one. The index's own vocabulary (reach
+//! tokens, query words, the rows) is the store's
+//! ([`crate::store::search_index`], re-exported here); its SQL is in
+//! `store::history`.
 //!
 //! Reach is a value built from the caller's [`PrincipalScope`]: an ordinary
 //! principal reads its own sessions, a channel principal only the session it
@@ -12,39 +14,15 @@
 use serde_json::Value;
 
 use crate::auth::PrincipalScope;
-use crate::ids::{PrincipalId, TenantId};
+use crate::store::search_index::session_token;
+pub use crate::store::search_index::{clip, Hit, Reach, SessionSummary};
 
 /// Most hits or sessions one page returns.
 pub const MAX_LIMIT: u32 = 100;
-/// Characters of a message text in a hit.
-pub const HIT_CHARS: usize = 800;
-/// Characters of a session preview when browsing.
-pub const PREVIEW_CHARS: usize = 120;
-/// Words of a full-text query that are used; the rest are ignored.
-pub const MAX_TERMS: usize = 16;
 /// Characters of a query accepted at all.
 pub const MAX_QUERY_CHARS: usize = 200;
 /// Characters of an operator's stated reason.
 pub const MAX_REASON_CHARS: usize = 500;
-
-/// Which sessions a search may read. Built by [`Reach::owned`],
-/// [`Reach::bound`] or [`Reach::tenant`] from an authenticated scope.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reach {
-    /// Every session the principal owns.
-    Owned {
-        tenant: TenantId,
-        principal: PrincipalId,
-    },
-    /// Only this session of the principal (a channel principal's binding).
-    Bound {
-        tenant: TenantId,
-        principal: PrincipalId,
-        session: String,
-    },
-    /// Every session of the tenant: an operator's audited search.
-    Tenant { tenant: TenantId },
-}
 
 /// Why a search is refused before anything is read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,6 +37,7 @@ pub enum RefuseSearch {
     Limit(u32),
 }
 
+/// Who gets which reach: decided here, from an authenticated scope.
 impl Reach {
     /// The caller's own sessions.
     pub fn owned(scope: &PrincipalScope) -> Self {
@@ -90,59 +69,6 @@ impl Reach {
             tenant: scope.tenant().clone(),
         })
     }
-
-    pub fn tenant_id(&self) -> &TenantId {
-        match self {
-            Reach::Owned { tenant, .. }
-            | Reach::Bound { tenant, .. }
-            | Reach::Tenant { tenant } => tenant,
-        }
-    }
-
-    /// The index token every message inside this reach carries (see the
-    /// `0040_history_search` migrations, which build the same tokens).
-    pub fn token(&self) -> String {
-        match self {
-            Reach::Owned { tenant, principal } => owner_token(tenant, principal),
-            Reach::Bound { session, .. } => session_token(session),
-            Reach::Tenant { tenant } => format!("t{}", hex(tenant.as_str())),
-        }
-    }
-
-    /// Whether a session row (its tenant and owner) lies inside this reach.
-    pub fn admits(&self, tenant: &str, principal: &str, session: &str) -> bool {
-        match self {
-            Reach::Owned {
-                tenant: t,
-                principal: p,
-            } => t.as_str() == tenant && p.as_str() == principal,
-            Reach::Bound {
-                tenant: t,
-                principal: p,
-                session: s,
-            } => t.as_str() == tenant && p.as_str() == principal && s == session,
-            Reach::Tenant { tenant: t } => t.as_str() == tenant,
-        }
-    }
-}
-
-/// The index token of an owner's messages.
-pub fn owner_token(tenant: &TenantId, principal: &PrincipalId) -> String {
-    format!("o{}", hex(&format!("{tenant}/{principal}")))
-}
-
-/// The index token of one session's messages.
-pub fn session_token(session: &str) -> String {
-    format!("s{}", hex(session))
-}
-
-fn hex(s: &str) -> String {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(s.len() * 2);
-    for b in s.as_bytes() {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 /// What a request asks for, decided from its fields alone.
@@ -199,93 +125,6 @@ impl Request {
     }
 }
 
-/// The words of a query as the SQLite index tokenises text (`unicode61`:
-/// runs of letters and digits, case-folded), at most [`MAX_TERMS`].
-pub fn terms(query: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for word in query.split(|c: char| !c.is_alphanumeric()) {
-        if word.is_empty() {
-            continue;
-        }
-        let w = word.to_lowercase();
-        if !out.contains(&w) {
-            out.push(w);
-        }
-        if out.len() == MAX_TERMS {
-            break;
-        }
-    }
-    out
-}
-
-/// The FTS5 `MATCH` expression: the reach token in the `reach` column and
-/// every term in the `text` column. `None` when the query has no words.
-/// Terms are letters and digits only, so quoting them cannot inject syntax.
-pub fn fts5_match(reach_token: &str, query: &str) -> Option<String> {
-    let words = terms(query);
-    if words.is_empty() {
-        return None;
-    }
-    let mut out = format!("reach : \"{reach_token}\"");
-    for w in words {
-        out.push_str(" AND text : \"");
-        out.push_str(&w);
-        out.push('"');
-    }
-    Some(out)
-}
-
-/// The PostgreSQL tsquery of a reach: its token at weight A (text words are
-/// weight D, so a message cannot forge a reach).
-pub fn pg_reach_query(reach_token: &str) -> String {
-    format!("{reach_token}:A")
-}
-
-/// A message's role and searchable text from its model-history JSON: the
-/// `content` string, or the text parts of a multi-part content.
-pub fn message_text(body: &Value) -> (String, String) {
-    let role = body
-        .get("role")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let text = match body.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| match p {
-                Value::String(s) => Some(s.as_str()),
-                Value::Object(o) => o.get("text").and_then(Value::as_str),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    };
-    (role, text)
-}
-
-/// One matching message.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Hit {
-    pub session_id: String,
-    pub message_id: i64,
-    pub turn_id: String,
-    pub role: String,
-    pub content: String,
-    pub created_at: i64,
-}
-
-/// One session when browsing.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct SessionSummary {
-    pub session_id: String,
-    pub title: String,
-    pub updated_at: i64,
-    pub preview: String,
-    pub message_count: i64,
-}
-
 /// One page of an answer; `next_offset` is set when more follow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Page {
@@ -320,15 +159,6 @@ pub fn paginate<T>(mut fetched: Vec<T>, limit: u32, offset: u32) -> (Vec<T>, Opt
     fetched.truncate(limit as usize);
     let next = more.then(|| offset.saturating_add(limit));
     (fetched, next)
-}
-
-/// The first `max` characters of `s`, with `…` when cut.
-pub fn clip(s: &str, max: usize) -> String {
-    let mut it = s.char_indices();
-    match it.nth(max) {
-        None => s.to_owned(),
-        Some((i, _)) => format!("{}…", &s[..i]),
-    }
 }
 
 /// The audit record of a tenant-wide search: what was asked, never the text.
@@ -367,7 +197,14 @@ pub async fn search(
 ) -> Result<Page, SearchError> {
     if let Some((who, reason)) = audit {
         store
-            .append_audit(who, "history.search", reason.trim(), &audit_detail(req))
+            .append_audit(
+                who.tenant(),
+                who.principal(),
+                who.role(),
+                "history.search",
+                reason.trim(),
+                &audit_detail(req),
+            )
             .await?;
     }
     let fetch = req.limit + 1;

@@ -89,15 +89,16 @@
 //!
 //! 1. `ids`, `time`, `error`, `home`, `running`, `wire`, `policy`, `redact`: values, vocabulary and pure decisions
 //! 2. `cli`, `cli_reference`, `telemetry`, `config`: the command line and settings
-//! 3. `store`, `events`, `history`, `auth`, `sealing`, `bootstrap`, `metrics`: state and who may touch it
-//! 4. `exec`, `net`, `paths`, `walls`: effects on processes, the network and files, and the walls around them
-//! 5. `mcp`, `catalog`, `core`: what a core declares and the catalog built from it
-//! 6. `authored`, `slots`, `tools`, `tasks`: what runs for a turn: runners, tools, background work
-//! 7. `dispatch`: the one path from a tool call to its result
-//! 8. `turn`: the model/tool loop
-//! 9. `channels`: chat platforms, driving turns
-//! 10. `app`, `api`: the services held together and their HTTP surface
-//! 11. `startup`: building and serving it all
+//! 3. `store`: the database, its rows and the history index's vocabulary
+//! 4. `events`, `history`, `auth`, `sealing`, `bootstrap`, `metrics`: the event log, history search and who may touch state
+//! 5. `exec`, `net`, `paths`, `walls`: effects on processes, the network and files, and the walls around them
+//! 6. `mcp`, `catalog`, `core`: what a core declares and the catalog built from it
+//! 7. `authored`, `slots`, `tools`, `tasks`: what runs for a turn: runners, tools, background work
+//! 8. `dispatch`: the one path from a tool call to its result
+//! 9. `turn`: the model/tool loop
+//! 10. `channels`: chat platforms, driving turns
+//! 11. `app`, `api`: the services held together and their HTTP surface
+//! 12. `startup`: building and serving it all
 
 pub mod api;
 pub mod app;

@@ -231,7 +231,7 @@ impl Store {
             let mut q = sqlx::query(AssertSqlSafe(sql));
             for (e, m) in chunk {
                 // Role and plain text beside the JSON: what history search indexes.
-                let (role, text) = crate::history::message_text(m);
+                let (role, text) = super::search_index::message_text(m);
                 q = q
                     .bind(&e.session_id)
                     .bind(e.turn_id.as_deref().unwrap_or(""))
@@ -246,9 +246,9 @@ impl Store {
             // Delivered to every listening instance when the batch commits.
             let pairs: Vec<(String, i64)> =
                 next.iter().map(|(sid, n)| (sid.clone(), n - 1)).collect();
-            for payload in crate::events::peers::payloads(&pairs) {
+            for payload in super::peer_notify::payloads(&pairs) {
                 sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(crate::events::peers::CHANNEL)
+                    .bind(super::peer_notify::CHANNEL)
                     .bind(payload)
                     .execute(&mut *tx)
                     .await?;

@@ -1,13 +1,14 @@
 //! History search: SQLite FTS5 and PostgreSQL full-text queries over message
 //! text, sessions for browsing, and the audit log of operator searches. The
-//! decisions (reach, mode, query words) are made in [`crate::history`].
+//! index's vocabulary is [`super::search_index`]; who gets which reach and
+//! which mode a request is are decided in `crate::history`.
 
 use sqlx::{AssertSqlSafe, Row};
 
+use super::search_index::{clip, fts5_match, pg_reach_query, terms, Hit, Reach, SessionSummary};
+use super::search_index::{HIT_CHARS, PREVIEW_CHARS};
 use super::Store;
 use crate::config::Backend;
-use crate::history::{clip, fts5_match, pg_reach_query, Hit, Reach, SessionSummary};
-use crate::history::{HIT_CHARS, PREVIEW_CHARS};
 
 /// One audit record.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -101,7 +102,7 @@ impl Store {
                 .await?
             }
             Backend::Postgres => {
-                if crate::history::terms(query).is_empty() {
+                if terms(query).is_empty() {
                     return Ok(Vec::new());
                 }
                 sqlx::query(
@@ -194,10 +195,13 @@ impl Store {
         Ok(out)
     }
 
-    /// Record an operator action that crosses principals.
+    /// Record an operator action that crosses principals: `who` acted, as
+    /// `role`, in `tenant`.
     pub async fn append_audit(
         &self,
-        who: &crate::auth::PrincipalScope,
+        tenant: &crate::ids::TenantId,
+        who: &crate::ids::PrincipalId,
+        role: crate::policy::Role,
         action: &str,
         reason: &str,
         detail: &serde_json::Value,
@@ -207,9 +211,9 @@ impl Store {
             "INSERT INTO audit_log (tenant_id, principal_id, role, action, reason, detail, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
-        .bind(who.tenant().as_str())
-        .bind(who.principal().as_str())
-        .bind(who.role().as_str())
+        .bind(tenant.as_str())
+        .bind(who.as_str())
+        .bind(role.as_str())
         .bind(action)
         .bind(reason)
         .bind(detail.to_string())

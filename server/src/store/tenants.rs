@@ -3,8 +3,8 @@
 use sqlx::Row;
 
 use super::Store;
-use crate::auth::Role;
 use crate::ids::{PrincipalId, TenantId};
+use crate::policy::Role;
 use crate::time::now_ms;
 
 impl Store {
