@@ -30,7 +30,8 @@
 //!   [`redact::preview`]).
 //! - [`tools`]: built-in tool adapters, and [`tools::contract`], what every tool is
 //!   to the dispatcher: typed arguments, a pure plan naming its approvals, an
-//!   execute step, and the host services it may use (no adapter imports `dispatch`).
+//!   execute step; [`tools::host`], the host services a tool may use, one
+//!   trait per concern (no adapter imports `dispatch`).
 //! - [`authored`]: authored tools (`tool.yaml` + Python): the call adapter, the
 //!   warm confined `python3` runners and their JSON-lines protocol, and the
 //!   embedded `demiurge.sdk`.

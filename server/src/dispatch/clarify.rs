@@ -19,7 +19,7 @@ use crate::wire::ClarificationState;
 
 const POLL_EVERY: Duration = Duration::from_millis(500);
 
-pub use crate::tools::contract::Answer;
+pub use crate::tools::host::Answer;
 
 #[derive(Clone)]
 pub struct Clarifications {

@@ -25,7 +25,8 @@ use crate::mcp::runtime::{
 use crate::mcp::{Declared, ServerState, ServerStatus};
 use crate::policy::approval_policy::ApprovalPolicy;
 use crate::redact::redactor::{SecretRedactor, View};
-use crate::tools::contract::{CallContext, Gate, ToolEnv, ToolOutcome, ToolStatus};
+use crate::tools::context::CallContext;
+use crate::tools::contract::{Gate, ToolEnv, ToolOutcome, ToolStatus};
 
 /// A server this turn may connect, once approved.
 struct Pending {

@@ -54,11 +54,13 @@ impl Tool for AuthoredCall {
             turn: json!({"session_id": ctx.session_id, "turn_id": ctx.turn_id,
                 "core_revision": ctx.core_fingerprint}),
             args: &args,
-            timeout: env.runners.timeout(),
+            timeout: env.host.runners().pool().timeout(),
         };
-        let output = env.host.output_sink(env);
+        let output = env.host.output().output_sink(env);
         let mut outcome = env
-            .runners
+            .host
+            .runners()
+            .pool()
             .call(invocation, &allow, output, &ctx.cancel)
             .await;
         if outcome.data.is_null() {

@@ -3,7 +3,8 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::contract::{Answer, Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
+use super::contract::{Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
+use super::host::Answer;
 
 /// Choices offered at most.
 const MAX_CHOICES: usize = 4;
@@ -50,7 +51,12 @@ impl Tool for Clarify {
 
     async fn execute(env: &ToolEnv<'_>, q: Question) -> ToolOutcome {
         let Question { question, choices } = q;
-        match env.host.clarify(env.ctx, &question, &choices).await {
+        match env
+            .host
+            .clarify()
+            .clarify(env.ctx, &question, &choices)
+            .await
+        {
             Ok(Answer::Answered(answer)) => ToolOutcome::ok_text(
                 answer.clone(),
                 json!({"question": question, "choices": choices, "answer": answer}),

@@ -91,7 +91,12 @@ impl Tool for RollbackCore {
     }
 
     async fn execute(env: &ToolEnv<'_>, p: RollbackPlan) -> ToolOutcome {
-        match env.host.rollback_core(env.ctx, p.target, p.reason).await {
+        match env
+            .host
+            .cores()
+            .rollback_core(env.ctx, p.target, p.reason)
+            .await
+        {
             Ok(done) => {
                 let message = format!(
                     "core {} rolled back to {}; the new revision {} takes effect on the next turn",
@@ -355,7 +360,7 @@ async fn start_evolver(
     let core = ctx.core.id.to_string();
     let run_id = info.run_id.clone();
     let started = format!("evolve run {run_id} started for core {core}");
-    let Some(runner) = env.host.children() else {
+    let Some(runner) = env.host.tasks().children() else {
         payload["evolver"] = json!(null);
         payload["note"] = json!(EVOLVER_NOTE);
         return outcome(ToolStatus::Succeeded, started, payload);
@@ -418,7 +423,7 @@ async fn start_evolver(
         .take(300)
         .collect();
     let job_scope = scope.clone();
-    let job: super::contract::TaskJob = Box::new(move |h| {
+    let job: super::host::TaskJob = Box::new(move |h| {
         Box::pin(async move {
             let end = runner
                 .run_child(job_scope, session, input, h.cancel.clone())
@@ -432,6 +437,7 @@ async fn start_evolver(
     };
     let task_id = match env
         .host
+        .tasks()
         .start_task(env, EVOLVER_KIND, summary, options, job)
         .await
     {
@@ -448,6 +454,7 @@ async fn start_evolver(
     };
     let recorded = env
         .host
+        .cores()
         .evolve_run(
             ctx,
             RunOp::Evolver {
@@ -467,10 +474,10 @@ async fn start_evolver(
         return outcome(ToolStatus::Succeeded, started, payload);
     }
     let waited = tokio::select! {
-        r = env.host.wait_task(&scope, &task_id, EVOLVER_WAIT) => r,
+        r = env.host.tasks().wait_task(&scope, &task_id, EVOLVER_WAIT) => r,
         _ = ctx.cancel.cancelled() => {
             // The turn ends: its foreground evolver ends with it.
-            let _ = env.host.cancel_task(&scope, &task_id).await;
+            let _ = env.host.tasks().cancel_task(&scope, &task_id).await;
             return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled");
         }
     };
@@ -605,7 +612,7 @@ impl Tool for EvolveCore {
                 run_id,
             ),
         };
-        let done = match env.host.evolve_run(env.ctx, op).await {
+        let done = match env.host.cores().evolve_run(env.ctx, op).await {
             Ok(d) => d,
             Err(e) => return run_error(e, Some(&run_id)),
         };
@@ -674,7 +681,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::contract::testing::{fixture, plan};
+    use crate::tools::testing::{fixture, plan};
 
     fn args(v: serde_json::Value) -> RollbackArgs {
         serde_json::from_value(v).unwrap()

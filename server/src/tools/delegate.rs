@@ -161,7 +161,7 @@ impl Tool for DelegateTask {
     }
 
     async fn execute(env: &ToolEnv<'_>, p: Planned) -> ToolOutcome {
-        let Some(runner) = env.host.children() else {
+        let Some(runner) = env.host.tasks().children() else {
             return ToolOutcome::error(
                 ToolStatus::Failed,
                 "child agents are not available on this host",
@@ -170,7 +170,7 @@ impl Tool for DelegateTask {
         let ctx = env.ctx;
         let scope = ctx.scope.clone();
         // Per-turn and per-session caps (the queue adds the tenant's).
-        let siblings = match env.host.session_tasks(ctx).await {
+        let siblings = match env.host.tasks().session_tasks(ctx).await {
             Ok(rows) => rows,
             Err(e) => {
                 tracing::error!(error = %e, "could not list the session's tasks");
@@ -276,7 +276,7 @@ impl Tool for DelegateTask {
             .take(300)
             .collect();
         let job_scope = scope.clone();
-        let job: crate::tools::contract::TaskJob = Box::new(move |h| {
+        let job: super::host::TaskJob = Box::new(move |h| {
             Box::pin(async move {
                 let end = runner
                     .run_child(job_scope, child_session, input, h.cancel.clone())
@@ -290,6 +290,7 @@ impl Tool for DelegateTask {
         };
         let task_id = match env
             .host
+            .tasks()
             .start_task(env, children::KIND, summary, options, job)
             .await
         {
@@ -317,10 +318,10 @@ impl Tool for DelegateTask {
             return ToolOutcome::ok_json(payload);
         }
         let waited = tokio::select! {
-            r = env.host.wait_task(&scope, &task_id, p.wait) => r,
+            r = env.host.tasks().wait_task(&scope, &task_id, p.wait) => r,
             _ = ctx.cancel.cancelled() => {
                 // The parent turn ends: its foreground child ends with it.
-                let _ = env.host.cancel_task(&scope, &task_id).await;
+                let _ = env.host.tasks().cancel_task(&scope, &task_id).await;
                 return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled");
             }
         };
@@ -414,7 +415,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::contract::testing::{fixture, plan};
+    use crate::tools::testing::{fixture, plan};
 
     fn planned(grants: &[&str], args: Value) -> Result<Planned, ToolOutcome> {
         let f = fixture(grants);

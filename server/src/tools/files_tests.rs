@@ -4,8 +4,8 @@ use serde_json::json;
 
 use super::{Patch, ReadFile, WriteFile};
 use crate::policy::approval_policy::{ApprovalPolicy, Risk};
-use crate::tools::contract::testing::{fixture, plan};
 use crate::tools::contract::{Approval, Gate, ToolStatus};
+use crate::tools::testing::{fixture, plan};
 
 fn only(gate: Gate) -> Approval {
     match gate {

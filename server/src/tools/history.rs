@@ -97,7 +97,12 @@ impl Tool for SessionSearch {
     }
 
     async fn execute(env: &ToolEnv<'_>, p: PlannedSearch) -> ToolOutcome {
-        match env.host.search_history(&p.reach, &p.request).await {
+        match env
+            .host
+            .history()
+            .search_history(&p.reach, &p.request)
+            .await
+        {
             Ok(page) => ToolOutcome::ok_json(page_json(page)),
             Err(SearchError::SessionNotFound(id)) => {
                 ToolOutcome::error(ToolStatus::NotFound, format!("session not found: {id}"))
@@ -156,8 +161,8 @@ mod tests {
     use super::SessionSearch;
     use crate::history::{Mode, Reach};
     use crate::policy::approval_policy::{ApprovalPolicy, Risk};
-    use crate::tools::contract::testing::{fixture, plan};
     use crate::tools::contract::{Approval, Gate, ToolStatus};
+    use crate::tools::testing::{fixture, plan};
 
     #[test]
     fn asks_to_read_the_callers_own_history() {

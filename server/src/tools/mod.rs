@@ -7,17 +7,21 @@
 pub mod authored;
 pub mod beneath;
 pub mod clarify;
+pub mod context;
 pub mod contract;
 pub mod core_tools;
 pub mod delegate;
 pub mod files;
 pub mod history;
+pub mod host;
 pub mod schedule;
 pub mod search;
 pub mod skill_manage;
 pub mod skills;
 pub mod task_tools;
 pub mod terminal;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod todo;
 pub mod web;
 

@@ -204,7 +204,7 @@ impl Tool for ScheduleManage {
     }
 
     async fn execute(env: &ToolEnv<'_>, p: Planned) -> ToolOutcome {
-        let Some(schedules) = env.host.schedules() else {
+        let Some(schedules) = env.host.tasks().schedules() else {
             return ToolOutcome::error(
                 ToolStatus::Failed,
                 "schedules are not available on this host",
@@ -347,6 +347,7 @@ async fn execute(
     let message = format!("schedule_manage {} {id}", p.action.as_str());
     let change = match env
         .host
+        .cores()
         .change_core(env.ctx, vec![(path, edit)], message)
         .await
     {

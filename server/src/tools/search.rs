@@ -418,8 +418,8 @@ mod tests {
 
     use super::{fnmatch, SearchFiles};
     use crate::policy::approval_policy::Risk;
-    use crate::tools::contract::testing::{fixture, plan};
     use crate::tools::contract::{Gate, Plan, Tool, ToolStatus};
+    use crate::tools::testing::{fixture, plan};
 
     #[tokio::test]
     async fn sensitive_files_met_on_the_walk_ask_a_second_approval() {

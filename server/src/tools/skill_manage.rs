@@ -647,6 +647,7 @@ async fn execute(env: &ToolEnv<'_>, p: Prepared) -> ToolOutcome {
     let commit = format!("skill_manage {action} {}", p.name);
     let change = match env
         .host
+        .cores()
         .change_core(env.ctx, vec![(rel, edit)], commit)
         .await
     {

@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::tools::contract::testing::{fixture, plan};
+use crate::tools::testing::{fixture, plan};
 
 fn args(v: serde_json::Value) -> Args {
     serde_json::from_value(v).expect("args")

@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::contract::{CoreRef, Gate, Plan, SkillDoc, Tool, ToolEnv, ToolOutcome, ToolStatus};
+use super::contract::{Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
+use crate::core::skill_doc::{CoreRef, SkillDoc};
 
 const LINKED_DIRS: &[&str] = &["references", "templates", "scripts", "assets"];
 /// Largest skill file shown.
-const MAX_BYTES: u64 = super::contract::MAX_SKILL_BYTES;
+const MAX_BYTES: u64 = crate::core::skill_doc::MAX_SKILL_BYTES;
 
 struct Meta {
     name: String,

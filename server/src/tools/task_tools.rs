@@ -87,7 +87,7 @@ impl Tool for TaskList {
     }
 
     async fn execute(env: &ToolEnv<'_>, args: TaskListArgs) -> ToolOutcome {
-        match env.host.session_tasks(env.ctx).await {
+        match env.host.tasks().session_tasks(env.ctx).await {
             Ok(rows) => ToolOutcome::ok_json(select_for_list(
                 rows,
                 args.kind.as_deref(),
@@ -122,7 +122,7 @@ impl Tool for TaskStatusTool {
     }
 
     async fn execute(env: &ToolEnv<'_>, id: String) -> ToolOutcome {
-        match env.host.task(&env.ctx.scope, &id).await {
+        match env.host.tasks().task(&env.ctx.scope, &id).await {
             Ok(row) => ToolOutcome::ok_json(model_payload(&row)),
             Err(Error::NotFound) => not_found(&id),
             Err(e) => host_failure(e),
@@ -164,7 +164,7 @@ impl Tool for TaskControl {
     }
 
     async fn execute(env: &ToolEnv<'_>, id: String) -> ToolOutcome {
-        match env.host.cancel_task(&env.ctx.scope, &id).await {
+        match env.host.tasks().cancel_task(&env.ctx.scope, &id).await {
             Ok(row) => ToolOutcome::ok_json(model_payload(&row)),
             Err(Error::NotFound) => not_found(&id),
             Err(e) => host_failure(e),
@@ -199,7 +199,7 @@ impl Tool for YieldUntil {
 
     async fn execute(env: &ToolEnv<'_>, (id, timeout): (String, Duration)) -> ToolOutcome {
         let waited = tokio::select! {
-            r = env.host.wait_task(&env.ctx.scope, &id, timeout) => r,
+            r = env.host.tasks().wait_task(&env.ctx.scope, &id, timeout) => r,
             _ = env.ctx.cancel.cancelled() => {
                 return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled");
             }

@@ -8,7 +8,7 @@ use super::*;
 use crate::store::TaskRow;
 use crate::tasks::{Completion, TaskStatus};
 use crate::tools::contract::parse_args;
-use crate::tools::contract::testing::{fixture, plan};
+use crate::tools::testing::{fixture, plan};
 
 fn row(id: &str, kind: &str, status: TaskStatus) -> TaskRow {
     TaskRow {

@@ -11,10 +11,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::contract::{
-    lenient_int, Approval, Gate, Plan, TaskJob, Tool, ToolEnv, ToolOutcome, ToolStatus,
-};
+use super::contract::{lenient_int, Approval, Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
 use super::files::{path_error, shown};
+use super::host::TaskJob;
 use crate::exec::{self, sandbox, ExecSpec, ExitReason, StreamKind};
 use crate::home::HomeLayout;
 use crate::policy::approval_policy::{ApprovalPolicy, Risk};
@@ -230,7 +229,7 @@ fn plan_command(
     }
     // Checked again when the task starts; asking first would only waste an approval.
     if background {
-        if let Some(denial) = env.host.background_over_cap(&env.ctx.scope) {
+        if let Some(denial) = env.host.tasks().background_over_cap(&env.ctx.scope) {
             return Err(ToolOutcome::error(ToolStatus::Denied, denial));
         }
     }
@@ -485,6 +484,7 @@ async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
         });
         let started = env
             .host
+            .tasks()
             .start_task(
                 env,
                 "terminal.exec",
@@ -507,7 +507,7 @@ async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
             ),
         };
     }
-    let sink = env.host.output_sink(env);
+    let sink = env.host.output().output_sink(env);
     let on_chunk = move |kind: StreamKind, text: &str| {
         let _ = sink.try_send((kind.as_str(), text.to_owned()));
     };

@@ -4,8 +4,8 @@ use serde_json::{json, Value};
 
 use super::{PlannedCommand, Terminal};
 use crate::policy::approval_policy::{ApprovalPolicy, Risk};
-use crate::tools::contract::testing::{fixture, plan, Fixture};
 use crate::tools::contract::{Approval, Gate, ToolOutcome, ToolStatus};
+use crate::tools::testing::{fixture, plan, Fixture};
 
 fn planned(f: &Fixture, args: Value) -> Result<(Gate, PlannedCommand), ToolOutcome> {
     plan::<Terminal>(f, "terminal", args)

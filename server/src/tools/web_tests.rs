@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::tools::contract::testing::{fixture, plan};
+use crate::tools::testing::{fixture, plan};
 
 #[test]
 fn the_approval_shows_only_the_origin() {

@@ -499,7 +499,7 @@ impl TurnService {
             state_dir: HomeLayout::new(&inner.home).session_state_dir(&sid.to_string()),
             core_fingerprint: catalog.fingerprint().to_owned(),
             skills: core.skills.clone(),
-            core: std::sync::Arc::new(crate::tools::contract::CoreRef {
+            core: std::sync::Arc::new(crate::core::skill_doc::CoreRef {
                 id: core_id.clone(),
                 dir: core.dir.clone(),
                 skills_root: core.skills_root.clone(),
