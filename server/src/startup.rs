@@ -153,16 +153,26 @@ impl Application {
         if config.database.backend == crate::config::Backend::Postgres {
             tokio::spawn(tasks.signals().clone().listen(config.database.url.clone()));
         }
+        let core_changes = crate::core::changes::CoreChanges::new(
+            cores.clone(),
+            store.clone(),
+            Arc::new(tasks.clone()),
+        );
+        let runners = Arc::new(crate::authored::Runners::new(config.authored_timeout));
+        let host = crate::dispatch::HostServices {
+            tasks: tasks.clone(),
+            events: events.clone(),
+            store: store.clone(),
+            clarifications: clarifications.clone(),
+            core_changes: core_changes.clone(),
+            runners: runners.clone(),
+        };
         let dispatcher = Dispatcher::new(
             approvals.clone(),
-            clarifications,
-            tasks.clone(),
             events.clone(),
-            store.clone(),
             &config.home,
             walls.clone(),
-            Arc::new(crate::authored::Runners::new(config.authored_timeout)),
-            cores.clone(),
+            Arc::new(host),
         );
         let turns = TurnService::new(
             store.clone(),
@@ -171,6 +181,9 @@ impl Application {
             TurnDeps {
                 providers,
                 dispatcher: dispatcher.clone(),
+                tasks: tasks.clone(),
+                walls: walls.clone(),
+                runners,
                 cores: cores.clone(),
                 home: config.home.clone(),
                 max_steps: config.max_model_steps,
@@ -232,7 +245,8 @@ impl Application {
             store: store.clone(),
             events: events.clone(),
             turns: turns.clone(),
-            dispatcher: dispatcher.clone(),
+            approvals: approvals.clone(),
+            clarifications: clarifications.clone(),
             cores: cores.clone(),
             home: config.home.clone(),
             sealer: sealer.clone(),
@@ -251,6 +265,11 @@ impl Application {
             turns,
             metrics,
             dispatcher,
+            tasks,
+            approvals,
+            clarifications,
+            core_changes,
+            walls,
             cores,
             shutdown,
         });
@@ -303,13 +322,10 @@ impl Application {
             .start()
             .await
             .context("start chat channel delivery")?;
-        app.dispatcher.tasks.start_pool(app.shutdown.clone());
+        app.tasks.start_pool(app.shutdown.clone());
         app.dispatcher.start_mcp_sweeper(app.shutdown.clone());
-        app.dispatcher
-            .tasks
-            .schedules()
-            .set_cores(app.cores.clone());
-        app.dispatcher.tasks.schedules().start(app.shutdown.clone());
+        app.tasks.schedules().set_cores(app.cores.clone());
+        app.tasks.schedules().start(app.shutdown.clone());
         app.turns.follow_cancels(app.shutdown.clone());
         // Orphans of tenants' commands are reaped here, not left to init.
         crate::exec::reaper::start(app.shutdown.clone());
@@ -326,7 +342,7 @@ impl Application {
         )
         .await;
         app.turns.shutdown(Duration::from_secs(10)).await;
-        app.dispatcher.tasks.shutdown(Duration::from_secs(10)).await;
+        app.tasks.shutdown(Duration::from_secs(10)).await;
         // Whatever escaped its command's group (setsid) ends with the server.
         let ended = tokio::task::spawn_blocking(crate::exec::reaper::end_orphans)
             .await

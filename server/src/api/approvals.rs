@@ -154,11 +154,7 @@ pub async fn decide_approval(
             req.decision
         ))
     })?;
-    let row = app
-        .dispatcher
-        .approvals
-        .decide(&scope, &id, decision)
-        .await?;
+    let row = app.approvals.decide(&scope, &id, decision).await?;
     Ok(Json(row.into()))
 }
 
@@ -177,10 +173,7 @@ pub async fn answer_clarification(
     if req.answer.chars().count() > 20_000 {
         return Err(Error::Invalid("answer is longer than 20000 characters".into()).into());
     }
-    app.dispatcher
-        .clarifications
-        .answer(&scope, &id, &req.answer)
-        .await?;
+    app.clarifications.answer(&scope, &id, &req.answer).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -219,7 +212,6 @@ pub async fn revoke_session_grants(
         .await?
         .ok_or(Error::NotFound)?;
     let revoked = app
-        .dispatcher
         .approvals
         .revoke_session(&scope, &id.to_string())
         .await?;

@@ -234,14 +234,11 @@ pub async fn put_core_file(
     let path = file_path(&path)?;
     let message = message(query.message)?;
     let text = text_body(&headers, body)?;
+    // Live moves: grants made for the old revision die with it.
     let change = app
-        .cores
+        .core_changes
         .put_file(&scope, &core, &path, text, message)
         .await?;
-    // Live moved: grants made for the old revision die with it.
-    app.dispatcher
-        .core_moved(scope.tenant(), &[core.to_string()])
-        .await;
     Ok(Json(change))
 }
 
@@ -267,10 +264,10 @@ pub async fn delete_core_file(
     let core = core_id(&core)?;
     let path = file_path(&path)?;
     let message = message(query.message)?;
-    let change = app.cores.delete_file(&scope, &core, &path, message).await?;
-    app.dispatcher
-        .core_moved(scope.tenant(), &[core.to_string()])
-        .await;
+    let change = app
+        .core_changes
+        .delete_file(&scope, &core, &path, message)
+        .await?;
     Ok(Json(change))
 }
 

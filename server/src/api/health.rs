@@ -24,7 +24,7 @@ pub async fn readyz(State(app): State<SharedApp>) -> (StatusCode, Json<Value>) {
             Json(json!({"status": "shutting_down"})),
         );
     }
-    let sandbox = sandbox_status(&app.dispatcher.walls().sandbox);
+    let sandbox = sandbox_status(&app.walls.sandbox);
     if app.store.ping().await {
         (
             StatusCode::OK,

@@ -197,17 +197,14 @@ pub async fn promote_run(
     let (core, run) = ids(&core, Some(&run))?;
     let req = promote_body(body)?;
     let done = app
-        .cores
-        .run_promote(
+        .core_changes
+        .promote_run(
             scope.tenant(),
             core.as_str(),
             &run,
             req.mcp_review.as_deref(),
         )
         .await?;
-    let mut moved = done.cores.clone();
-    moved.push(core.to_string());
-    app.dispatcher.core_moved(scope.tenant(), &moved).await;
     Ok(Json(RunPromoted {
         run_id: run,
         revision: done.revision,
@@ -233,7 +230,7 @@ pub async fn discard_run(
     operator(&scope)?;
     let (core, run) = ids(&core, Some(&run))?;
     if !app
-        .dispatcher
+        .core_changes
         .discard_run(&scope, core.as_str(), &run)
         .await?
     {

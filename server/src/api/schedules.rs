@@ -123,7 +123,7 @@ pub async fn list_schedules(
     Auth(scope): Auth,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<ScheduleList>> {
-    let schedules = app.dispatcher.tasks.schedules();
+    let schedules = app.tasks.schedules();
     let rows = match q.core {
         Some(c) => schedules
             .list_core(scope.tenant(), &core_of(Some(c))?)
@@ -145,8 +145,7 @@ async fn find(
     core: &str,
     id: &str,
 ) -> Result<Listed, Error> {
-    app.dispatcher
-        .tasks
+    app.tasks
         .schedules()
         .list_core(scope.tenant(), core)
         .await
@@ -197,7 +196,7 @@ pub async fn delete_schedule(
         Some(_) => return Err(Error::NotFound.into()),
         None => Authority::Role,
     };
-    let schedules = app.dispatcher.tasks.schedules();
+    let schedules = app.tasks.schedules();
     let view = schedules
         .live(scope.tenant(), &core)
         .await
@@ -207,7 +206,7 @@ pub async fn delete_schedule(
         .map_err(|e| Error::Invalid(e.to_string()))?;
     let path = CoreFilePath::parse(&rel).map_err(|e| Error::Invalid(e.0))?;
     let core_id = CoreId::parse(&core).map_err(|_| Error::NotFound)?;
-    app.cores
+    app.core_changes
         .change(
             &scope,
             &core_id,
@@ -216,9 +215,6 @@ pub async fn delete_schedule(
             authority,
         )
         .await?;
-    app.dispatcher
-        .core_moved(scope.tenant(), std::slice::from_ref(&core))
-        .await;
     schedules
         .forget(scope.tenant(), &core, id)
         .await

@@ -105,7 +105,7 @@ pub async fn list_tasks(
         Some(s) => Some(super::sessions::session_id(s)?),
         None => None,
     };
-    let rows = app.dispatcher.tasks.list(&scope, session).await?;
+    let rows = app.tasks.list(&scope, session).await?;
     Ok(Json(TaskList {
         items: rows.into_iter().map(Into::into).collect(),
     }))
@@ -119,7 +119,7 @@ pub async fn get_task(
     Auth(scope): Auth,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskView>> {
-    let row = app.dispatcher.tasks.get(&scope, task_id(&id)?).await?;
+    let row = app.tasks.get(&scope, task_id(&id)?).await?;
     Ok(Json(row.into()))
 }
 
@@ -131,7 +131,7 @@ pub async fn cancel_task(
     Auth(scope): Auth,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<TaskView>> {
-    let row = app.dispatcher.tasks.cancel(&scope, task_id(&id)?).await?;
+    let row = app.tasks.cancel(&scope, task_id(&id)?).await?;
     Ok(Json(row.into()))
 }
 
@@ -146,7 +146,6 @@ pub async fn task_logs(
     ApiQuery(q): ApiQuery<LogQuery>,
 ) -> ApiResult<Json<TaskLogs>> {
     let rows = app
-        .dispatcher
         .tasks
         .logs(&scope, task_id(&id)?, q.after.unwrap_or(0))
         .await?;

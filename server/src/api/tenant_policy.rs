@@ -42,11 +42,7 @@ pub async fn get_tenant_policy(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
 ) -> ApiResult<Json<TenantPolicyView>> {
-    let (policy, row) = app
-        .dispatcher
-        .approvals
-        .tenant_policy_record(&scope)
-        .await?;
+    let (policy, row) = app.approvals.tenant_policy_record(&scope).await?;
     Ok(Json(TenantPolicyView {
         tenant: scope.tenant().to_string(),
         member_max_risk: policy.member_max_risk.as_str().to_owned(),
@@ -73,11 +69,7 @@ pub async fn put_tenant_policy(
             req.member_max_risk.chars().take(40).collect::<String>()
         ))
     })?;
-    let row = app
-        .dispatcher
-        .approvals
-        .set_tenant_policy(&scope, max)
-        .await?;
+    let row = app.approvals.set_tenant_policy(&scope, max).await?;
     Ok(Json(TenantPolicyView {
         tenant: scope.tenant().to_string(),
         member_max_risk: row.member_max_risk,

@@ -37,7 +37,8 @@ use utoipa::ToSchema;
 
 use crate::auth::{PrincipalScope, Role};
 use crate::core::repository::CoreRepository;
-use crate::dispatch::Dispatcher;
+use crate::dispatch::approvals::Approvals;
+use crate::dispatch::clarify::Clarifications;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::ids::{CoreId, PrincipalId, SessionId, TenantId, TurnId};
@@ -60,7 +61,8 @@ pub struct ChannelDeps {
     pub store: Store,
     pub events: EventLog,
     pub turns: TurnService,
-    pub dispatcher: Arc<Dispatcher>,
+    pub approvals: Approvals,
+    pub clarifications: Clarifications,
     pub cores: CoreRepository,
     pub home: PathBuf,
     /// The server's sealer for account credentials.
@@ -78,7 +80,8 @@ pub struct Channels {
 struct Inner {
     store: Store,
     turns: TurnService,
-    dispatcher: Arc<Dispatcher>,
+    approvals: Approvals,
+    clarifications: Clarifications,
     cores: CoreRepository,
     home: PathBuf,
     key: Sealer,
@@ -291,7 +294,8 @@ impl Channels {
             inner: Arc::new(Inner {
                 store: deps.store,
                 turns: deps.turns,
-                dispatcher: deps.dispatcher,
+                approvals: deps.approvals,
+                clarifications: deps.clarifications,
                 cores: deps.cores,
                 home: deps.home,
                 key,
@@ -881,13 +885,7 @@ impl Channels {
         }
         // A pending question of this conversation: this message answers it.
         if let Some(cid) = store.pending_clarification_of(&conv.session_id).await? {
-            return match self
-                .inner
-                .dispatcher
-                .clarifications
-                .answer(&scope, &cid, text)
-                .await
-            {
+            return match self.inner.clarifications.answer(&scope, &cid, text).await {
                 Ok(()) => Ok(()),
                 Err(e) => {
                     self.reply(&t, &format!("Could not answer the question: {e}"))
@@ -996,7 +994,7 @@ impl Channels {
             return Err(stale());
         };
         let id = uuid.as_hyphenated().to_string();
-        match self.inner.dispatcher.approvals.decide(scope, &id, d).await {
+        match self.inner.approvals.decide(scope, &id, d).await {
             Ok(_) => Ok(format!("{}.", decision.label())),
             Err(Error::NotFound) => Err(stale()),
             Err(Error::Conflict(m)) => Err(format!("Approval {id}: {m}.")),

@@ -41,6 +41,7 @@
 //! Errors are [`CoreError`]s, one line each:
 //! `agent.yaml: tools.toolsets[1]: unknown toolset "codng" (known: coding, demiurge_control, schedule)`.
 
+pub mod changes;
 pub mod edit;
 pub mod gates;
 pub mod git;

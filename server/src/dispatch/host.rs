@@ -1,14 +1,20 @@
-//! The host's services as the tools see them ([`crate::tools::host`]),
-//! one impl per concern, each delegating to the service that owns it: the
-//! task queue, the event log (live output), history search, clarifications,
-//! the core repository and the authored runners.
+//! The host's services as the tools see them ([`crate::tools::host`]):
+//! [`HostServices`], built at start-up, with one impl per concern, each
+//! delegating to the service that owns it: the task queue, the event log
+//! (live output), history search, clarifications, core changes and the
+//! authored runners.
 
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::Dispatcher;
+use super::clarify::Clarifications;
 use crate::auth::PrincipalScope;
+use crate::core::changes::CoreChanges;
+use crate::core::edit::{Authority, CoreChange, CoreEditError, Edit};
+use crate::core::path::{CoreFilePath, RevisionSpec};
+use crate::core::rollback::CoreRollback;
+use crate::core::runs::{RunDone, RunOp};
 use crate::events::EventLog;
 use crate::redact::lines::LineRedactor;
 use crate::redact::redactor::{SecretRedactor, View};
@@ -19,7 +25,21 @@ use crate::tools::host::{
 };
 use crate::wire::events::{self, EventPayload};
 
-impl TaskHost for Dispatcher {
+/// The services a tool may call, held together; the dispatcher hands them
+/// to every tool as its [`Host`](crate::tools::host::Host). Each concern's
+/// impl delegates to the one service that owns it.
+pub struct HostServices {
+    pub tasks: crate::tasks::Tasks,
+    /// The event log, for live output.
+    pub events: EventLog,
+    /// History search runs its store queries here.
+    pub store: crate::store::Store,
+    pub clarifications: Clarifications,
+    pub core_changes: CoreChanges,
+    pub runners: Arc<crate::authored::Runners>,
+}
+
+impl TaskHost for HostServices {
     fn start_task<'a>(
         &'a self,
         call: &'a ToolEnv<'a>,
@@ -86,7 +106,7 @@ impl TaskHost for Dispatcher {
     }
 }
 
-impl OutputHost for Dispatcher {
+impl OutputHost for HostServices {
     /// Chunks must already be free of bound secrets; they are redacted again
     /// here, line by line (a token split across reads is seen whole),
     /// knowing the secrets of the call's arguments.
@@ -128,7 +148,7 @@ impl OutputHost for Dispatcher {
     }
 }
 
-impl HistoryHost for Dispatcher {
+impl HistoryHost for HostServices {
     fn search_history<'a>(
         &'a self,
         reach: &'a crate::history::Reach,
@@ -138,7 +158,7 @@ impl HistoryHost for Dispatcher {
     }
 }
 
-impl ClarifyHost for Dispatcher {
+impl ClarifyHost for HostServices {
     fn clarify<'a>(
         &'a self,
         ctx: &'a CallContext,
@@ -156,100 +176,52 @@ impl ClarifyHost for Dispatcher {
     }
 }
 
-impl CoreHost for Dispatcher {
+impl CoreHost for HostServices {
     fn change_core<'a>(
         &'a self,
         ctx: &'a CallContext,
-        edits: Vec<(crate::core::path::CoreFilePath, crate::core::edit::Edit)>,
+        edits: Vec<(CoreFilePath, Edit)>,
         message: String,
-    ) -> BoxFuture<'a, Result<crate::core::edit::CoreChange, crate::core::edit::CoreEditError>>
-    {
-        Box::pin(async move {
-            let change = self
-                .cores
-                .change(
-                    &ctx.scope,
-                    &ctx.core.id,
-                    edits,
-                    message,
-                    crate::core::edit::Authority::Approved,
-                )
-                .await?;
-            self.core_moved(ctx.scope.tenant(), &[ctx.core.id.to_string()])
-                .await;
-            Ok(change)
-        })
+    ) -> BoxFuture<'a, Result<CoreChange, CoreEditError>> {
+        Box::pin(self.core_changes.change(
+            &ctx.scope,
+            &ctx.core.id,
+            edits,
+            message,
+            Authority::Approved,
+        ))
     }
 
     fn rollback_core<'a>(
         &'a self,
         ctx: &'a CallContext,
-        target: crate::core::path::RevisionSpec,
+        target: RevisionSpec,
         reason: Option<String>,
-    ) -> BoxFuture<'a, Result<crate::core::rollback::CoreRollback, crate::core::edit::CoreEditError>>
-    {
+    ) -> BoxFuture<'a, Result<CoreRollback, CoreEditError>> {
         Box::pin(async move {
-            let done = self
-                .cores
+            self.core_changes
                 .rollback(
                     &ctx.scope,
                     &ctx.core.id,
                     &target,
                     reason.as_deref(),
-                    crate::core::edit::Authority::Approved,
+                    Authority::Approved,
                 )
-                .await?;
-            let mut moved = done.cores.clone();
-            moved.push(ctx.core.id.to_string());
-            self.core_moved(ctx.scope.tenant(), &moved).await;
-            Ok(done)
+                .await
         })
     }
 
+    /// A session acts on the runs of its own core only.
     fn evolve_run<'a>(
         &'a self,
         ctx: &'a CallContext,
-        op: crate::core::runs::RunOp,
-    ) -> BoxFuture<'a, Result<crate::core::runs::RunDone, crate::core::edit::CoreEditError>> {
-        use crate::core::runs::{RunDone, RunOp};
-        Box::pin(async move {
-            let tenant = ctx.scope.tenant();
-            // A session acts on the runs of its own core only.
-            let own = ctx.core.id.as_str();
-            Ok(match op {
-                RunOp::Start { run_id, goal, core } => {
-                    let (info, worktree) =
-                        self.cores.run_create(tenant, &core, &run_id, &goal).await?;
-                    RunDone::Started { info, worktree }
-                }
-                RunOp::Review { run_id } => {
-                    RunDone::Reviewed(self.cores.run_review(tenant, own, &run_id).await?)
-                }
-                RunOp::Promote { run_id, mcp_token } => {
-                    let done = self
-                        .cores
-                        .run_promote(tenant, own, &run_id, mcp_token.as_deref())
-                        .await?;
-                    let mut moved = done.cores.clone();
-                    moved.push(ctx.core.id.to_string());
-                    self.core_moved(tenant, &moved).await;
-                    RunDone::Promoted(done)
-                }
-                RunOp::Discard { run_id } => {
-                    RunDone::Discarded(self.discard_run(&ctx.scope, own, &run_id).await?)
-                }
-                RunOp::Evolver { run_id, evolver } => {
-                    self.cores
-                        .run_record_evolver(tenant, &run_id, evolver)
-                        .await?;
-                    RunDone::Recorded
-                }
-            })
-        })
+        op: RunOp,
+    ) -> BoxFuture<'a, Result<RunDone, CoreEditError>> {
+        Box::pin(self.core_changes.evolve_run(&ctx.scope, &ctx.core.id, op))
     }
 }
 
-impl RunnerHost for Dispatcher {
+impl RunnerHost for HostServices {
     fn pool(&self) -> &crate::authored::Runners {
         &self.runners
     }

@@ -9,6 +9,7 @@
 pub mod approvals;
 pub mod clarify;
 mod host;
+pub use host::HostServices;
 pub mod mcp;
 
 use std::path::{Path, PathBuf};
@@ -16,86 +17,42 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::auth::PrincipalScope;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
 use crate::events::EventLog;
 use crate::policy::approval_policy::{higher_risk, request_policy, ApprovalPolicy};
 use crate::redact::redactor::{SecretRedactor, View};
 use crate::tools::clarify as tools_clarify;
 use crate::tools::contract::{parse_args, Approval, Gate, Plan, Tool, ToolEnv};
+use crate::tools::host::Host;
 use crate::tools::{files, history, search, skill_manage, skills, task_tools, terminal, todo};
 use crate::wire::events::{self, EventPayload};
 use approvals::preview::argument_preview;
 use approvals::{ApprovalRequest, ApprovalScope, Approvals, Verdict};
-use clarify::Clarifications;
 
 pub use crate::tools::context::CallContext;
 pub use crate::tools::contract::{ToolOutcome, ToolStatus};
 use crate::walls::Walls;
 
-impl Dispatcher {
-    /// Discard an evolve run of `core`; its evolver child, when still
-    /// running, is cancelled (its workspace is gone). `false`: no such run.
-    pub async fn discard_run(
-        &self,
-        scope: &PrincipalScope,
-        core: &str,
-        run_id: &str,
-    ) -> Result<bool, crate::core::edit::CoreEditError> {
-        let tenant = scope.tenant();
-        let evolver = match self.cores.run_evolver(tenant, core, run_id).await {
-            Ok(e) => e,
-            Err(crate::core::edit::CoreEditError::NotFound) => None,
-            Err(e) => return Err(e),
-        };
-        let discarded = self.cores.run_discard(tenant, core, run_id).await?;
-        if let Some(e) = evolver.filter(|_| discarded) {
-            // Best effort: a caller who cannot see the task cannot cancel it,
-            // and its next step fails on the missing workspace anyway.
-            if let Err(err) = self.tasks.cancel(scope, &e.task_id).await {
-                tracing::info!(error = %err, task = %e.task_id, "evolver of a discarded run not cancelled");
-            }
-        }
-        Ok(discarded)
-    }
-
-    /// The live revision of these cores moved: their sessions'
-    /// `allow_session` grants die. After the commit, so a failure can only
-    /// be logged (a grant's key still carries the core's fingerprint, so it
-    /// can only come back with the very same content).
-    pub async fn core_moved(&self, tenant: &crate::ids::TenantId, cores: &[String]) {
-        let mut cores = cores.to_vec();
-        cores.sort();
-        cores.dedup();
-        for core in &cores {
-            if let Err(e) = self.store.delete_core_session_grants(tenant, core).await {
-                tracing::error!(error = %e, %core, "could not drop the session grants of a changed core");
-            }
-        }
-    }
-}
-
 /// Argument previews in approval requests stay this short.
 const PREVIEW_CHARS: usize = 2_000;
 
+/// The call pipeline; it holds only what the pipeline needs. The services
+/// a tool may call are the [`HostServices`] it hands on.
 #[derive(Clone)]
 pub struct Dispatcher {
-    pub approvals: Approvals,
-    pub clarifications: Clarifications,
-    pub tasks: crate::tasks::Tasks,
+    /// Every approval a plan names is asked here.
+    approvals: Approvals,
+    /// `tool.call` / `tool.result` (and the MCP cards) are emitted here.
     events: EventLog,
-    store: crate::store::Store,
     home: PathBuf,
     walls: Arc<Walls>,
-    /// Warm authored-tool runners (tools here, slots in the turn).
-    runners: Arc<crate::authored::Runners>,
+    /// The services tools call (tasks, output, history, clarify, cores, runners).
+    host: Arc<dyn Host>,
     /// Live MCP connections (asked for and used only through here).
     mcp: crate::mcp::runtime::McpRuntime,
     /// Turns' catalogs extended with their MCP tools, per (tenant,
     /// principal, core).
     mcp_catalogs: Arc<crate::catalog::mcp_cache::CatalogCache>,
-    /// The tenants' agents trees: the core tools change them.
-    cores: crate::core::repository::CoreRepository,
 }
 
 /// What the turn loop gets back: the model view of the result.
@@ -105,42 +62,22 @@ pub struct CallRecord {
 }
 
 impl Dispatcher {
-    // Each is a separate service the one dispatcher joins; a builder would add nothing.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         approvals: Approvals,
-        clarifications: Clarifications,
-        tasks: crate::tasks::Tasks,
         events: EventLog,
-        store: crate::store::Store,
         home: &Path,
         walls: Arc<Walls>,
-        runners: Arc<crate::authored::Runners>,
-        cores: crate::core::repository::CoreRepository,
+        host: Arc<dyn Host>,
     ) -> Arc<Self> {
         Arc::new(Self {
             approvals,
-            clarifications,
-            tasks,
-            store,
             events,
             home: home.to_path_buf(),
             walls,
-            runners,
+            host,
             mcp: crate::mcp::runtime::McpRuntime::new(),
             mcp_catalogs: Default::default(),
-            cores,
         })
-    }
-
-    /// The walls every effect stays inside (for `/readyz` and start-up).
-    pub fn walls(&self) -> &Walls {
-        &self.walls
-    }
-
-    /// The warm authored-tool runners (slots run on them too).
-    pub fn runners(&self) -> &crate::authored::Runners {
-        &self.runners
     }
 
     /// Resolve, check and run one call; no events.
@@ -183,7 +120,7 @@ impl Dispatcher {
             args,
             walls: &self.walls,
             home: &self.home,
-            host: self,
+            host: &*self.host,
         };
         if let Some(target) = &entry.mcp {
             return self.call_mcp(&env, target).await;

@@ -9,7 +9,7 @@
 //! The server builds one [`Outbound`] at start from `--url-allow` and hands
 //! it down: it sits in the tool walls ([`crate::walls::Walls`]),
 //! so tools use `env.walls.outbound` and the rest of the server
-//! `app.dispatcher.walls().outbound`. Cloning is cheap. Never build a `reqwest::Client` of your own for a URL a
+//! `app.walls.outbound`. Cloning is cheap. Never build a `reqwest::Client` of your own for a URL a
 //! tenant or a model chose.
 //!
 //! - [`Outbound::precheck`]: pure, no DNS: the syntactic policy, refusals by

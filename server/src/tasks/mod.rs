@@ -407,6 +407,22 @@ fn redacted_outcome(known: &SecretRedactor, outcome: TaskOutcome) -> (TaskStatus
     }
 }
 
+/// A discarded evolve run's evolver child is cancelled through the queue.
+impl crate::core::changes::CancelTask for Tasks {
+    fn cancel_task<'a>(
+        &'a self,
+        scope: &'a PrincipalScope,
+        task_id: &'a str,
+    ) -> BoxFuture<'a, std::result::Result<(), String>> {
+        Box::pin(async move {
+            self.cancel(scope, task_id)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
 fn lease_ms(lease: Duration) -> i64 {
     i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 4)
 }

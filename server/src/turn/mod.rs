@@ -92,6 +92,9 @@ struct Inner {
     node_id: String,
     running: RunningWork<TurnId, CancelReason>,
     dispatcher: Arc<Dispatcher>,
+    tasks: crate::tasks::Tasks,
+    walls: Arc<crate::walls::Walls>,
+    runners: Arc<crate::authored::Runners>,
     cores: CoreRepository,
     home: std::path::PathBuf,
     /// Canonical workspace folder per session, so turns skip the syscalls.
@@ -106,6 +109,12 @@ struct Inner {
 pub struct TurnDeps {
     pub providers: Providers,
     pub dispatcher: Arc<Dispatcher>,
+    /// Signals (cancel a turn anywhere) and a child's background work.
+    pub tasks: crate::tasks::Tasks,
+    /// The walls slots run inside.
+    pub walls: Arc<crate::walls::Walls>,
+    /// The warm runners slots run on.
+    pub runners: Arc<crate::authored::Runners>,
     pub cores: CoreRepository,
     pub home: std::path::PathBuf,
     pub max_steps: u32,
@@ -160,6 +169,9 @@ impl TurnService {
                 node_id: deps.node_id,
                 running: RunningWork::default(),
                 dispatcher: deps.dispatcher,
+                tasks: deps.tasks,
+                walls: deps.walls,
+                runners: deps.runners,
                 cores: deps.cores,
                 home: deps.home,
                 workspaces: Mutex::new(HashMap::new()),
@@ -1116,7 +1128,7 @@ impl TurnService {
         session: SessionId,
         turn: TurnId,
     ) -> bool {
-        let signals = self.inner.dispatcher.tasks.signals();
+        let signals = self.inner.tasks.signals();
         signals.send(Signal::CancelTurn(turn.to_string())).await;
         let deadline = Instant::now() + Duration::from_secs(10);
         // Short sleeps between reads: turn ends are not signalled here, and
@@ -1136,7 +1148,7 @@ impl TurnService {
     /// names, until `stop`.
     pub fn follow_cancels(&self, stop: CancellationToken) {
         let this = self.clone();
-        let mut rx = self.inner.dispatcher.tasks.signals().incoming();
+        let mut rx = self.inner.tasks.signals().incoming();
         tokio::spawn(async move {
             loop {
                 let signal = tokio::select! {
@@ -1371,7 +1383,7 @@ impl ChildRunner for TurnService {
                 }
             }
             // The child's own background work ends with it.
-            let tasks = &this.inner.dispatcher.tasks;
+            let tasks = &this.inner.tasks;
             if let Ok(rows) = tasks.list(&scope, Some(session)).await {
                 for t in rows.iter().filter(|t| t.status.is_active()) {
                     let _ = tasks.cancel(&scope, &t.id).await;

@@ -281,7 +281,7 @@ impl TurnService {
         context: Value,
     ) -> Result<Effects, TurnEnd> {
         let inner = &self.inner;
-        let walls = inner.dispatcher.walls();
+        let walls = &inner.walls;
         let layout = HomeLayout::new(&inner.home);
         let tenant = ctx.scope.tenant();
         let revision: String = crate::redact::redactor::fingerprint(&call_ctx.core_fingerprint)
@@ -384,7 +384,7 @@ impl TurnService {
             _ => Some(&answer),
         };
         let env = SlotEnv {
-            runners: inner.dispatcher.runners(),
+            runners: &inner.runners,
             sandbox: &walls.sandbox,
             tenant: tenant.as_str(),
             revision: &revision,
@@ -393,7 +393,7 @@ impl TurnService {
             home: layout.terminal_home(tenant, ctx.scope.principal()),
             tmp: layout.terminal_tmp(tenant, ctx.scope.principal()),
             network: walls.terminal_network && !catalog.terminal_network_off(),
-            timeout: inner.dispatcher.runners().timeout(),
+            timeout: inner.runners.timeout(),
             allow: &allow,
             host,
             turn: json!({"session_id": ctx.session.id, "turn_id": ctx.turn_id,

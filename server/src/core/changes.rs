@@ -1,0 +1,205 @@
+//! Changes that move a core's live revision, each with what must follow it:
+//! a file written or deleted, edits made by a tool, a rollback, a promoted
+//! evolve run. When the live revision of a core moves, the `allow_session`
+//! grants of its sessions die (a grant was given for the old content). A
+//! discarded run's evolver child, when still running, is cancelled.
+//!
+//! [`CoreChanges`] is the one service for all of them: the API routes of
+//! cores, runs and schedules and the tools' core concern call it, so no
+//! caller can move a core and forget the grants. Reading a core (listing,
+//! describing, diffs, run reviews) stays with [`CoreRepository`].
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use super::edit::{Authority, CoreChange, CoreEditError, Edit};
+use super::path::{CoreFilePath, RevisionSpec};
+use super::repository::CoreRepository;
+use super::rollback::CoreRollback;
+use super::runs::{Promoted, RunDone, RunOp};
+use crate::auth::PrincipalScope;
+use crate::ids::{CoreId, TenantId};
+use crate::store::Store;
+
+/// Cancelling a background task for its owner: what a discarded run needs
+/// of the task queue (which sits above the cores and implements this).
+pub trait CancelTask: Send + Sync {
+    /// Cancel `task_id` as `scope` would; an error says why it was not.
+    fn cancel_task<'a>(
+        &'a self,
+        scope: &'a PrincipalScope,
+        task_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// Edits, rollbacks and evolve runs of a tenant's cores, with the grant
+/// purge and evolver cancel that follow them. Cheap to clone.
+#[derive(Clone)]
+pub struct CoreChanges {
+    repo: CoreRepository,
+    store: Store,
+    tasks: Arc<dyn CancelTask>,
+}
+
+impl CoreChanges {
+    pub fn new(repo: CoreRepository, store: Store, tasks: Arc<dyn CancelTask>) -> Self {
+        Self { repo, store, tasks }
+    }
+
+    /// Write `text` to a core file as a new live revision (`PUT`).
+    pub async fn put_file(
+        &self,
+        scope: &PrincipalScope,
+        core: &CoreId,
+        path: &CoreFilePath,
+        text: Vec<u8>,
+        message: Option<String>,
+    ) -> Result<CoreChange, CoreEditError> {
+        let change = self.repo.put_file(scope, core, path, text, message).await?;
+        self.moved(scope.tenant(), &[core.to_string()]).await;
+        Ok(change)
+    }
+
+    /// Delete a core file as a new live revision.
+    pub async fn delete_file(
+        &self,
+        scope: &PrincipalScope,
+        core: &CoreId,
+        path: &CoreFilePath,
+        message: Option<String>,
+    ) -> Result<CoreChange, CoreEditError> {
+        let change = self.repo.delete_file(scope, core, path, message).await?;
+        self.moved(scope.tenant(), &[core.to_string()]).await;
+        Ok(change)
+    }
+
+    /// Make `edits` as one new live revision, checked on a staged copy.
+    pub async fn change(
+        &self,
+        scope: &PrincipalScope,
+        core: &CoreId,
+        edits: Vec<(CoreFilePath, Edit)>,
+        message: String,
+        authority: Authority,
+    ) -> Result<CoreChange, CoreEditError> {
+        let change = self
+            .repo
+            .change(scope, core, edits, message, authority)
+            .await?;
+        self.moved(scope.tenant(), &[core.to_string()]).await;
+        Ok(change)
+    }
+
+    /// Roll the tenant's agents tree back to `target` (a new commit),
+    /// holding `core`; every changed core and `core` itself moved.
+    pub async fn rollback(
+        &self,
+        scope: &PrincipalScope,
+        core: &CoreId,
+        target: &RevisionSpec,
+        reason: Option<&str>,
+        authority: Authority,
+    ) -> Result<CoreRollback, CoreEditError> {
+        let done = self
+            .repo
+            .rollback(scope, core, target, reason, authority)
+            .await?;
+        let mut moved = done.cores.clone();
+        moved.push(core.to_string());
+        self.moved(scope.tenant(), &moved).await;
+        Ok(done)
+    }
+
+    /// Promote a run of `core`: every changed core and `core` itself moved.
+    pub async fn promote_run(
+        &self,
+        tenant: &TenantId,
+        core: &str,
+        run_id: &str,
+        mcp_token: Option<&str>,
+    ) -> Result<Promoted, CoreEditError> {
+        let done = self
+            .repo
+            .run_promote(tenant, core, run_id, mcp_token)
+            .await?;
+        let mut moved = done.cores.clone();
+        moved.push(core.to_owned());
+        self.moved(tenant, &moved).await;
+        Ok(done)
+    }
+
+    /// Discard an evolve run of `core`; its evolver child, when still
+    /// running, is cancelled (its workspace is gone). `false`: no such run.
+    pub async fn discard_run(
+        &self,
+        scope: &PrincipalScope,
+        core: &str,
+        run_id: &str,
+    ) -> Result<bool, CoreEditError> {
+        let tenant = scope.tenant();
+        let evolver = match self.repo.run_evolver(tenant, core, run_id).await {
+            Ok(e) => e,
+            Err(CoreEditError::NotFound) => None,
+            Err(e) => return Err(e),
+        };
+        let discarded = self.repo.run_discard(tenant, core, run_id).await?;
+        if let Some(e) = evolver.filter(|_| discarded) {
+            // Best effort: a caller who cannot see the task cannot cancel it,
+            // and its next step fails on the missing workspace anyway.
+            if let Err(err) = self.tasks.cancel_task(scope, &e.task_id).await {
+                tracing::info!(error = %err, task = %e.task_id, "evolver of a discarded run not cancelled");
+            }
+        }
+        Ok(discarded)
+    }
+
+    /// One evolve run action of a session whose core is `own`: a session
+    /// acts on the runs of its own core only (a start names the core it
+    /// evolves).
+    pub async fn evolve_run(
+        &self,
+        scope: &PrincipalScope,
+        own: &CoreId,
+        op: RunOp,
+    ) -> Result<RunDone, CoreEditError> {
+        let tenant = scope.tenant();
+        Ok(match op {
+            RunOp::Start { run_id, goal, core } => {
+                let (info, worktree) = self.repo.run_create(tenant, &core, &run_id, &goal).await?;
+                RunDone::Started { info, worktree }
+            }
+            RunOp::Review { run_id } => {
+                RunDone::Reviewed(self.repo.run_review(tenant, own.as_str(), &run_id).await?)
+            }
+            RunOp::Promote { run_id, mcp_token } => RunDone::Promoted(
+                self.promote_run(tenant, own.as_str(), &run_id, mcp_token.as_deref())
+                    .await?,
+            ),
+            RunOp::Discard { run_id } => {
+                RunDone::Discarded(self.discard_run(scope, own.as_str(), &run_id).await?)
+            }
+            RunOp::Evolver { run_id, evolver } => {
+                self.repo
+                    .run_record_evolver(tenant, &run_id, evolver)
+                    .await?;
+                RunDone::Recorded
+            }
+        })
+    }
+
+    /// The live revision of these cores moved: their sessions'
+    /// `allow_session` grants die. After the commit, so a failure can only
+    /// be logged (a grant's key still carries the core's fingerprint, so it
+    /// can only come back with the very same content).
+    async fn moved(&self, tenant: &TenantId, cores: &[String]) {
+        let mut cores = cores.to_vec();
+        cores.sort();
+        cores.dedup();
+        for core in &cores {
+            if let Err(e) = self.store.delete_core_session_grants(tenant, core).await {
+                tracing::error!(error = %e, %core, "could not drop the session grants of a changed core");
+            }
+        }
+    }
+}
