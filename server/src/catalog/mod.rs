@@ -58,33 +58,6 @@ pub fn toolset(name: &str) -> Option<Vec<String>> {
     (!tools.is_empty()).then_some(tools)
 }
 
-/// Built-in tools this host has adapters for. A tool without an adapter is
-/// left out of the catalog (and listed as unavailable), never shown to a
-/// model that could not call it.
-pub const IMPLEMENTED: &[&str] = &[
-    "read_file",
-    "write_file",
-    "patch",
-    "search_files",
-    "terminal",
-    "session_search",
-    "skills_list",
-    "skill_view",
-    "skill_manage",
-    "todo",
-    "clarify",
-    "tools_list",
-    "web_extract",
-    "task_list",
-    "task_status",
-    "task_control",
-    "yield_until",
-    "delegate_task",
-    "schedule_manage",
-    "rollback_core",
-    "evolve_core",
-];
-
 /// What the authored-tool runner needs to call one authored tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthoredSpec {
@@ -260,10 +233,6 @@ impl ResolvedCatalog {
                 None => base,
             };
             if !meta.enabled {
-                continue;
-            }
-            if !IMPLEMENTED.contains(&name.as_str()) {
-                unavailable.push(name.clone());
                 continue;
             }
             if let Some(reason) = input.host_unavailable.get(name) {

@@ -12,6 +12,7 @@ mod host;
 pub use host::HostServices;
 pub mod mcp;
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -21,10 +22,9 @@ use crate::catalog::{ResolvedCatalog, ResolvedEntry};
 use crate::events::EventLog;
 use crate::policy::approval_policy::{higher_risk, request_policy, ApprovalPolicy};
 use crate::redact::redactor::{SecretRedactor, View};
-use crate::tools::clarify as tools_clarify;
 use crate::tools::contract::{parse_args, Approval, Gate, Plan, Tool, ToolEnv};
 use crate::tools::host::Host;
-use crate::tools::{files, history, search, skill_manage, skills, task_tools, terminal, todo};
+use crate::tools::registry::{self, Driver};
 use crate::wire::events::{self, EventPayload};
 use approvals::preview::argument_preview;
 use approvals::{ApprovalRequest, ApprovalScope, Approvals, Verdict};
@@ -53,6 +53,13 @@ pub struct Dispatcher {
     /// Turns' catalogs extended with their MCP tools, per (tenant,
     /// principal, core).
     mcp_catalogs: Arc<crate::catalog::mcp_cache::CatalogCache>,
+}
+
+/// The registry of built-ins drives its tools through the pipeline.
+impl Driver for Dispatcher {
+    fn drive<T: Tool>(&self, env: &ToolEnv<'_>) -> impl Future<Output = ToolOutcome> + Send {
+        self.run_tool::<T>(env)
+    }
 }
 
 /// What the turn loop gets back: the model view of the result.
@@ -125,54 +132,25 @@ impl Dispatcher {
         if let Some(target) = &entry.mcp {
             return self.call_mcp(&env, target).await;
         }
-        match name {
-            "read_file" => self.drive::<files::ReadFile>(&env).await,
-            "write_file" => self.drive::<files::WriteFile>(&env).await,
-            "patch" => self.drive::<files::Patch>(&env).await,
-            "search_files" => self.drive::<search::SearchFiles>(&env).await,
-            "terminal" => self.drive::<terminal::Terminal>(&env).await,
-            "todo" => self.drive::<todo::Todo>(&env).await,
-            "session_search" => self.drive::<history::SessionSearch>(&env).await,
-            "skills_list" => self.drive::<skills::SkillsList>(&env).await,
-            "skill_view" => self.drive::<skills::SkillView>(&env).await,
-            "skill_manage" => self.drive::<skill_manage::SkillManage>(&env).await,
-            "rollback_core" => {
-                self.drive::<crate::tools::core_tools::RollbackCore>(&env)
-                    .await
-            }
-            "evolve_core" => {
-                self.drive::<crate::tools::core_tools::EvolveCore>(&env)
-                    .await
-            }
-            "clarify" => self.drive::<tools_clarify::Clarify>(&env).await,
-            "tools_list" => self.drive::<crate::tools::ToolsList>(&env).await,
-            "web_extract" => self.drive::<crate::tools::web::WebExtract>(&env).await,
-            "task_list" => self.drive::<task_tools::TaskList>(&env).await,
-            "task_status" => self.drive::<task_tools::TaskStatusTool>(&env).await,
-            "task_control" => self.drive::<task_tools::TaskControl>(&env).await,
-            "yield_until" => self.drive::<task_tools::YieldUntil>(&env).await,
-            "schedule_manage" => {
-                self.drive::<crate::tools::schedule::ScheduleManage>(&env)
-                    .await
-            }
-            "delegate_task" => {
-                self.drive::<crate::tools::delegate::DelegateTask>(&env)
-                    .await
-            }
-            _ if entry.authored.is_some() => {
-                self.drive::<crate::tools::authored::AuthoredCall>(&env)
-                    .await
-            }
-            other => ToolOutcome::error(
+        // An authored tool is its own entry, whatever its name; a
+        // built-in is found in the one registry.
+        if entry.authored.is_some() {
+            return self
+                .run_tool::<crate::tools::authored::AuthoredCall>(&env)
+                .await;
+        }
+        match registry::run(self, &env).await {
+            Some(outcome) => outcome,
+            None => ToolOutcome::error(
                 ToolStatus::NotFound,
-                format!("tool not found or not allowed: {other}"),
+                format!("tool not found or not allowed: {name}"),
             ),
         }
     }
 
     /// One call of tool `T`: typed arguments, plan, its gate, review, its
     /// gate, execute. The only place a tool's effect is reached.
-    async fn drive<T: Tool>(&self, env: &ToolEnv<'_>) -> ToolOutcome {
+    async fn run_tool<T: Tool>(&self, env: &ToolEnv<'_>) -> ToolOutcome {
         if env.ctx.cancel.is_cancelled() {
             return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled");
         }

@@ -14,6 +14,7 @@ pub mod delegate;
 pub mod files;
 pub mod history;
 pub mod host;
+pub mod registry;
 pub mod schedule;
 pub mod search;
 pub mod skill_manage;

@@ -183,9 +183,9 @@ pub fn fixture(grants: &[&str]) -> Fixture {
     };
     let input = CatalogInput {
         core_id: "core".into(),
-        builtin_tools: crate::catalog::IMPLEMENTED
+        builtin_tools: crate::catalog::builtins()
             .iter()
-            .map(|s| (*s).to_owned())
+            .map(|s| s.name.clone())
             .collect(),
         grants: CapabilityGrants::new(grants.iter().map(|g| (*g).to_owned()), []),
         ..CatalogInput::default()
