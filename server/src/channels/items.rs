@@ -9,6 +9,9 @@ use demiurge_channels::ChannelKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::wire::events::EventPayload;
+use crate::wire::{Decision, ToolStatus};
+
 /// One outbox entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -107,15 +110,15 @@ pub fn summary_of(preview: &Value) -> String {
     short(&text, MAX_SUMMARY)
 }
 
-/// What one event of the session becomes in the chat.
+/// What one event of the session becomes in the chat. Every kind is
+/// named: a new kind of event is a compile error here until it is decided
+/// how (or that it is not) shown in a chat.
 pub fn for_event(
     platform: ChannelKind,
-    kind: &str,
-    data: &Value,
+    event: &EventPayload,
     handle: Option<&str>,
     state: &mut RelayState,
 ) -> Vec<Item> {
-    let s = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or_default();
     let text_items = |text: &str, state: &mut RelayState| {
         let original =
             platform == ChannelKind::Discord && handle.is_some() && !state.answered_original;
@@ -124,28 +127,32 @@ pub fn for_event(
         }
         texts(platform, text, handle, original)
     };
-    match kind {
-        "turn.started" => {
+    match event {
+        EventPayload::TurnStarted(_) => {
             state.answered_original = false;
             Vec::new()
         }
-        "message" if s("role") == "assistant" && !s("content").trim().is_empty() => {
-            text_items(s("content"), state)
+        EventPayload::Message(m) => {
+            if m.role == "assistant" && !m.content.trim().is_empty() {
+                text_items(&m.content, state)
+            } else {
+                Vec::new()
+            }
         }
-        "approval.requested" => vec![Item::Approval {
-            approval_id: s("approval_id").to_owned(),
-            tool: s("tool").to_owned(),
-            risk: s("risk").to_owned(),
-            summary: summary_of(data.get("preview").unwrap_or(&Value::Null)),
+        EventPayload::ApprovalRequested(a) => vec![Item::Approval {
+            approval_id: a.approval_id.clone(),
+            tool: a.tool.clone(),
+            risk: a.risk.as_str().to_owned(),
+            summary: summary_of(&a.preview),
             handle: handle.map(str::to_owned),
         }],
-        "approval.resolved" => {
-            let decision = match s("decision") {
-                "allow_once" => "Allowed once",
-                "allow_session" => "Allowed for the session",
-                _ => "Denied",
+        EventPayload::ApprovalResolved(r) => {
+            let decision = match r.decision {
+                Decision::AllowOnce => "Allowed once",
+                Decision::AllowSession => "Allowed for the session",
+                Decision::Deny => "Denied",
             };
-            let why = match (s("reason"), data.get("decided_by").and_then(Value::as_str)) {
+            let why = match (r.reason.as_str(), r.decided_by.as_deref()) {
                 (_, Some(by)) => format!(" by {by}"),
                 ("timeout", None) => " (no answer in time)".to_owned(),
                 ("expired", None) => " (expired)".to_owned(),
@@ -153,34 +160,55 @@ pub fn for_event(
                 _ => String::new(),
             };
             vec![Item::Edit {
-                approval_id: s("approval_id").to_owned(),
+                approval_id: r.approval_id.clone(),
                 // The sender puts the card's first line above it.
                 text: format!("{decision}{why}."),
             }]
         }
-        "clarify.requested" => {
-            let mut text = format!("Question: {}", s("question"));
-            if let Some(choices) = data.get("choices").and_then(Value::as_array) {
-                let c: Vec<&str> = choices.iter().filter_map(Value::as_str).collect();
-                if !c.is_empty() {
-                    text.push_str(&format!("\nChoices: {}", c.join(" / ")));
-                }
+        EventPayload::ClarifyRequested(c) => {
+            let mut text = format!("Question: {}", c.question);
+            if !c.choices.is_empty() {
+                text.push_str(&format!("\nChoices: {}", c.choices.join(" / ")));
             }
             text.push_str("\nYour next message answers it.");
             text_items(&text, state)
         }
-        "tool.result" => {
-            let status = s("status");
-            let mark = if status == "succeeded" { "✓" } else { "✗" };
-            text_items(&format!("{mark} {} — {status}", s("tool")), state)
+        EventPayload::ToolResult(t) => {
+            let mark = if t.status == ToolStatus::Succeeded {
+                "✓"
+            } else {
+                "✗"
+            };
+            text_items(&format!("{mark} {} — {}", t.tool, t.status), state)
         }
-        "turn.failed" => text_items(
-            &format!("The turn failed ({}).", short(s("reason"), 80)),
+        EventPayload::TurnFailed(f) => text_items(
+            &format!("The turn failed ({}).", short(&f.reason, 80)),
             state,
         ),
-        "turn.cancelled" => text_items("Stopped.", state),
-        _ => Vec::new(),
+        EventPayload::TurnCancelled(_) => text_items("Stopped.", state),
+        // Not shown in a chat: the call card comes with its result, live
+        // output and task updates are the console's, an answer was the
+        // user's own message, a slot failure is an operator's concern, and
+        // a completed turn's text arrived as its assistant message.
+        EventPayload::ToolCall(_)
+        | EventPayload::ToolOutput(_)
+        | EventPayload::ClarifyAnswered(_)
+        | EventPayload::TaskUpdated(_)
+        | EventPayload::SlotFailed(_)
+        | EventPayload::TurnCompleted(_) => Vec::new(),
     }
+}
+
+/// A stored event's payload, typed. `None` when the row no longer parses
+/// as any known kind (written by another version): the relay logs and
+/// skips it, moving its cursor on.
+pub fn payload_of(json: &str) -> Option<EventPayload> {
+    #[derive(Deserialize)]
+    struct Stored {
+        #[serde(flatten)]
+        payload: EventPayload,
+    }
+    serde_json::from_str::<Stored>(json).ok().map(|s| s.payload)
 }
 
 #[cfg(test)]

@@ -1,5 +1,68 @@
-use super::*;
 use serde_json::json;
+
+use super::*;
+
+/// The typed payload of `kind` from the fields a test names, the rest
+/// filled with neutral values.
+fn payload(kind: &str, data: &Value) -> EventPayload {
+    let mut full = match kind {
+        "turn.started" => json!({"input": ""}),
+        "message" => json!({"role": "assistant", "content": ""}),
+        "tool.call" => json!({"call_id": "c", "tool": "t", "arguments": {}}),
+        "tool.result" => json!({"call_id": "c", "tool": "t", "status": "succeeded",
+            "content": null, "data": null}),
+        "approval.requested" => json!({"approval_id": "a", "tool": "t", "risk": "low",
+            "rule": "r", "reason": "", "preview": null, "choices": [], "requires": "owner",
+            "expires_at": ""}),
+        "approval.resolved" => json!({"approval_id": "a", "decision": "deny", "reason": "",
+            "tool": "t"}),
+        "clarify.requested" => json!({"clarification_id": "c", "question": "", "choices": [],
+            "expires_at": ""}),
+        "task.updated" => json!({"task_id": "t", "status": "running"}),
+        "turn.completed" => json!({"output": "", "steps": 0}),
+        "turn.failed" => json!({"reason": "", "error": ""}),
+        "turn.cancelled" => json!({"reason": ""}),
+        other => panic!("no test payload for {other}"),
+    };
+    if let (Some(full), Some(given)) = (full.as_object_mut(), data.as_object()) {
+        for (k, v) in given {
+            full.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::from_value(json!({"type": kind, "data": full})).expect("a typed payload")
+}
+
+/// [`super::for_event`] of the payload `kind` with `data`.
+fn for_event(
+    platform: ChannelKind,
+    kind: &str,
+    data: &Value,
+    handle: Option<&str>,
+    state: &mut RelayState,
+) -> Vec<Item> {
+    super::for_event(platform, &payload(kind, data), handle, state)
+}
+
+#[test]
+fn stored_events_parse_and_rows_that_no_longer_do_are_none() {
+    let stored = json!({"seq": 3, "session_id": "s", "turn_id": null,
+        "at": "2026-12-07T00:00:00Z", "type": "turn.cancelled", "data": {"reason": "user"}});
+    assert_eq!(
+        payload_of(&stored.to_string()),
+        Some(EventPayload::TurnCancelled(
+            crate::wire::events::TurnCancelled {
+                reason: "user".into()
+            }
+        ))
+    );
+    for bad in [
+        json!({"seq": 4, "type": "turn.renamed", "data": {}}).to_string(),
+        json!({"seq": 5, "type": "message", "data": {"role": 7}}).to_string(),
+        "not json".to_owned(),
+    ] {
+        assert_eq!(payload_of(&bad), None, "{bad}");
+    }
+}
 
 #[test]
 fn assistant_text_is_split_in_order_at_the_platform_limit() {

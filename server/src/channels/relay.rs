@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use demiurge_channels::ChannelKind;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::items::{for_event, RelayState};
+use super::items::{for_event, payload_of, RelayState};
 use super::outbox::Outbox;
 use crate::events::{EventLog, OnLag};
 use crate::store::{ConversationRow, NewOutbox, Store};
+use crate::wire::events::EventPayload;
 
 /// How long Discord lets an app answer through an interaction token (15 min), with margin.
 const HANDLE_TTL_MS: i64 = 14 * 60 * 1000;
@@ -154,21 +154,25 @@ impl Relays {
                     )))
                 }
             };
-            if ev.kind == "turn.started" {
+            let payload = payload_of(ev.json.as_str());
+            if matches!(payload, Some(EventPayload::TurnStarted(_))) {
                 // A new /ask may have brought a new interaction token.
                 if let Some(c) = inner.store.channel_conversation_of_session(sid).await? {
                     conv = c;
                 }
             }
-            let data: Value = serde_json::from_str::<Value>(ev.json.as_str())
-                .ok()
-                .and_then(|mut v| v.get_mut("data").map(Value::take))
-                .unwrap_or(Value::Null);
             let handle = match platform {
                 ChannelKind::Discord => live_handle(&conv, crate::time::now_ms()),
                 _ => None,
             };
-            let items = for_event(platform, &ev.kind, &data, handle.as_deref(), &mut state);
+            let items = match &payload {
+                Some(payload) => for_event(platform, payload, handle.as_deref(), &mut state),
+                None => {
+                    tracing::warn!(session = %sid, seq = ev.seq, kind = %ev.kind,
+                        "an event that no longer parses is not relayed to the chat");
+                    Vec::new()
+                }
+            };
             let thread = (!conv.key.thread.is_empty()).then(|| conv.key.thread.clone());
             let rows: Vec<NewOutbox> = items
                 .iter()
@@ -192,8 +196,12 @@ impl Relays {
                 inner.outbox.wake();
             }
             if matches!(
-                ev.kind.as_str(),
-                "turn.completed" | "turn.failed" | "turn.cancelled"
+                payload,
+                Some(
+                    EventPayload::TurnCompleted(_)
+                        | EventPayload::TurnFailed(_)
+                        | EventPayload::TurnCancelled(_)
+                )
             ) && inner.store.running_turn_of(sid).await?.is_none()
             {
                 return Ok(false);
