@@ -17,7 +17,7 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
 
-use super::provider::{ModelReply, ModelRequest, Provider, ProviderError, ToolCall};
+use super::provider::{ModelReply, ModelRequest, Provider, ProviderError, TokenUsage, ToolCall};
 use crate::config::ApiKey;
 
 /// The API version this client speaks.
@@ -270,6 +270,9 @@ pub struct StreamState {
     /// `message_stop` arrived.
     done: bool,
     stop_reason: Option<String>,
+    /// From `message_start` (input, cache reads and writes) and
+    /// `message_delta` (output, cumulative); `None` until one says.
+    usage: Option<TokenUsage>,
 }
 
 impl StreamState {
@@ -334,9 +337,24 @@ impl StreamState {
                     _ => {}
                 }
             }
+            "message_start" => {
+                if let Some(u) = e.pointer("/message/usage").filter(|u| u.is_object()) {
+                    let count = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+                    let cached = count("cache_read_input_tokens");
+                    let usage = self.usage.get_or_insert_with(TokenUsage::default);
+                    // Anthropic's `input_tokens` leaves out cache reads and writes.
+                    usage.input =
+                        count("input_tokens") + count("cache_creation_input_tokens") + cached;
+                    usage.cached = cached;
+                    usage.output = usage.output.max(count("output_tokens"));
+                }
+            }
             "message_delta" => {
                 if let Some(r) = e.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop_reason = Some(r.to_owned());
+                }
+                if let Some(out) = e.pointer("/usage/output_tokens").and_then(Value::as_u64) {
+                    self.usage.get_or_insert_with(TokenUsage::default).output = out;
                 }
             }
             "message_stop" => self.done = true,
@@ -350,7 +368,7 @@ impl StreamState {
                     msg.chars().take(300).collect::<String>()
                 )));
             }
-            // message_start, content_block_stop, ping, and types added later.
+            // content_block_stop, ping, and types added later.
             _ => {}
         }
         Ok(())
@@ -390,6 +408,7 @@ impl StreamState {
         Ok(ModelReply {
             content: (!text.is_empty() || tool_calls.is_empty()).then_some(text),
             tool_calls,
+            usage: self.usage,
         })
     }
 }

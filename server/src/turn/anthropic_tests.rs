@@ -162,3 +162,35 @@ fn tools_and_options_map_to_the_request() {
         json!([{"name": "t", "description": "d", "input_schema": {"type": "object"}}])
     );
 }
+
+#[test]
+fn usage_comes_from_message_start_and_the_last_message_delta() {
+    // The documented stream: 472 input tokens at the start, 89 output at the end.
+    let r = feed(TOOL_STREAM).unwrap();
+    assert_eq!(
+        r.usage,
+        Some(TokenUsage {
+            input: 472,
+            output: 89,
+            cached: 0
+        })
+    );
+    // Cache reads and writes are prompt tokens Anthropic counts apart.
+    let cached = "data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\
+        \"cache_creation_input_tokens\":200,\"cache_read_input_tokens\":3000,\"output_tokens\":1}}}\n\n\
+        data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"ok\"}}\n\n\
+        data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":5}}\n\n\
+        data: {\"type\":\"message_stop\"}\n";
+    assert_eq!(
+        feed(cached).unwrap().usage,
+        Some(TokenUsage {
+            input: 3210,
+            output: 5,
+            cached: 3000
+        })
+    );
+    // A stream that says nothing of usage: unknown, not zero.
+    let silent = "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"ok\"}}\n\n\
+        data: {\"type\":\"message_stop\"}\n";
+    assert_eq!(feed(silent).unwrap().usage, None);
+}

@@ -1,11 +1,13 @@
 //! The offline, deterministic provider. Without a script it answers
 //! `[fake] <input>`, first calling `tools_list` when the input asks for it;
-//! with a script it plays one step per model call.
+//! with a script it plays one step per model call. It reports token usage
+//! as a deterministic count: a token per four bytes (rounded up) of the
+//! request's messages and of the reply's assistant message, none cached.
 
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 
-use super::provider::{ModelReply, ModelRequest, Provider, ProviderError, ToolCall};
+use super::provider::{ModelReply, ModelRequest, Provider, ProviderError, TokenUsage, ToolCall};
 
 #[derive(Debug, Default)]
 pub struct FakeProvider;
@@ -23,7 +25,27 @@ impl Provider for FakeProvider {
         &'a self,
         req: ModelRequest<'a>,
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
-        async move { Ok(reply(&req)) }.boxed()
+        async move {
+            let mut r = reply(&req);
+            r.usage = Some(usage(&req, &r));
+            Ok(r)
+        }
+        .boxed()
+    }
+}
+
+/// A token per four bytes, rounded up: deterministic, so tests can predict it.
+fn tokens(bytes: usize) -> u64 {
+    bytes.div_ceil(4) as u64
+}
+
+/// What the fake provider reports one call used.
+pub fn usage(req: &ModelRequest<'_>, reply: &ModelReply) -> TokenUsage {
+    let input: usize = req.messages.iter().map(|m| m.to_string().len()).sum();
+    TokenUsage {
+        input: tokens(input),
+        output: tokens(reply.to_message().to_string().len()),
+        cached: 0,
     }
 }
 
@@ -42,11 +64,13 @@ fn reply(req: &ModelRequest<'_>) -> ModelReply {
                         arguments: c.arguments.clone(),
                     })
                     .collect(),
+                usage: None,
             },
             // A script that ends on tool calls still ends the turn cleanly.
             None => ModelReply {
                 content: Some(String::new()),
                 tool_calls: vec![],
+                usage: None,
             },
         };
     }
@@ -58,11 +82,13 @@ fn reply(req: &ModelRequest<'_>) -> ModelReply {
                 name: "tools_list".into(),
                 arguments: serde_json::json!({}),
             }],
+            usage: None,
         };
     }
     ModelReply {
         content: Some(format!("[fake] {}", req.input)),
         tool_calls: vec![],
+        usage: None,
     }
 }
 
@@ -118,5 +144,23 @@ mod tests {
         );
         let end = reply(&req("go", 2, Some(&s)));
         assert!(end.tool_calls.is_empty());
+    }
+
+    #[tokio::test]
+    async fn reports_a_deterministic_usage() {
+        let messages = [serde_json::json!({"role": "user", "content": "hello"})];
+        let mut r = req("hello", 0, None);
+        r.messages = &messages;
+        let reply = FakeProvider.complete(r).await.unwrap();
+        // {"content":"hello","role":"user"}: 34 bytes; the reply
+        // {"content":"[fake] hello","role":"assistant"}: 46 bytes.
+        assert_eq!(
+            reply.usage,
+            Some(TokenUsage {
+                input: 9,
+                output: 12,
+                cached: 0
+            })
+        );
     }
 }

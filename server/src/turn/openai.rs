@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::{json, Value};
 
-use super::provider::{ModelReply, ModelRequest, Provider, ProviderError, ToolCall};
+use super::provider::{ModelReply, ModelRequest, Provider, ProviderError, TokenUsage, ToolCall};
 use crate::config::ApiKey;
 
 pub struct OpenAiProvider {
@@ -95,6 +95,24 @@ fn error_message(body: &str) -> String {
     msg.chars().take(300).collect()
 }
 
+/// The `usage` object of a chat completion (OpenAI-compatible servers fill
+/// it in differently: a missing count is zero only when the object exists
+/// and names the others). `None` when the reply carries no usage.
+fn usage_of(usage: Option<&Value>) -> Option<TokenUsage> {
+    let u = usage.filter(|u| u.is_object())?;
+    let count = |p: &str| u.pointer(p).and_then(Value::as_u64);
+    let input = count("/prompt_tokens");
+    let output = count("/completion_tokens");
+    if input.is_none() && output.is_none() {
+        return None;
+    }
+    Some(TokenUsage {
+        input: input.unwrap_or(0),
+        output: output.unwrap_or(0),
+        cached: count("/prompt_tokens_details/cached_tokens").unwrap_or(0),
+    })
+}
+
 fn parse_reply(v: &Value) -> Result<ModelReply, ProviderError> {
     let msg = v
         .pointer("/choices/0/message")
@@ -139,6 +157,7 @@ fn parse_reply(v: &Value) -> Result<ModelReply, ProviderError> {
     Ok(ModelReply {
         content,
         tool_calls,
+        usage: usage_of(v.get("usage")),
     })
 }
 
@@ -198,5 +217,33 @@ mod tests {
             "bad model"
         );
         assert_eq!(error_message(&"x".repeat(1000)).len(), 300);
+    }
+
+    #[test]
+    fn usage_is_read_and_absent_usage_is_unknown() {
+        let r = parse_reply(&json!({"choices":[{"message":{"content":"hi"}}],
+            "usage":{"prompt_tokens":120,"completion_tokens":7,"total_tokens":127,
+                "prompt_tokens_details":{"cached_tokens":64}}}))
+        .unwrap();
+        assert_eq!(
+            r.usage,
+            Some(TokenUsage {
+                input: 120,
+                output: 7,
+                cached: 64
+            })
+        );
+        let r = parse_reply(&json!({"choices":[{"message":{"content":"hi"}}],
+            "usage":{"prompt_tokens":5,"completion_tokens":1}}))
+        .unwrap();
+        assert_eq!(r.usage.map(|u| u.cached), Some(0));
+        for absent in [json!(null), json!({}), json!("n/a")] {
+            let r =
+                parse_reply(&json!({"choices":[{"message":{"content":"hi"}}], "usage": absent}))
+                    .unwrap();
+            assert_eq!(r.usage, None, "{absent}");
+        }
+        let r = parse_reply(&json!({"choices":[{"message":{"content":"hi"}}]})).unwrap();
+        assert_eq!(r.usage, None);
     }
 }

@@ -31,10 +31,23 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
+/// The tokens one model call used, as its provider reported them.
+/// `input` counts every prompt token, cached ones included; `cached` is the
+/// part read from the provider's prompt cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    pub input: u64,
+    pub output: u64,
+    pub cached: u64,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelReply {
     pub content: Option<String>,
     pub tool_calls: Vec<ToolCall>,
+    /// What the call used; `None` when the provider reported nothing
+    /// (unknown, which is not zero).
+    pub usage: Option<TokenUsage>,
 }
 
 impl ModelReply {
