@@ -77,6 +77,7 @@
 //!   approvals and tasks, the one [`wire::Risk`] and [`wire::ApprovalPolicy`].
 //! - [`ids`]: parsed identifiers; handlers never see raw id strings.
 //! - [`metrics`]: Prometheus counters, gauges and histograms.
+//! - [`usage`]: the usage meter: model calls recorded per tenant, off the turn's path.
 //! - [`error`]: the host error type, mapped to HTTP in one place (`api::error`).
 //! - [`time`]: wall-clock helpers.
 //!
@@ -91,7 +92,7 @@
 //! 1. `ids`, `time`, `error`, `home`, `running`, `wire`, `policy`, `redact`: values, vocabulary and pure decisions
 //! 2. `cli`, `cli_reference`, `telemetry`, `config`: the command line and settings
 //! 3. `store`: the database, its rows and the history index's vocabulary
-//! 4. `events`, `history`, `auth`, `sealing`, `bootstrap`, `metrics`: the event log, history search and who may touch state
+//! 4. `events`, `history`, `auth`, `sealing`, `bootstrap`, `metrics`, `usage`: the event log, history search and who may touch state
 //! 5. `exec`, `net`, `paths`, `walls`: effects on processes, the network and files, and the walls around them
 //! 6. `mcp`, `catalog`, `core`: what a core declares and the catalog built from it
 //! 7. `authored`, `slots`, `tools`, `tasks`: what runs for a turn: runners, tools, background work
@@ -135,5 +136,6 @@ pub mod telemetry;
 pub mod time;
 pub mod tools;
 pub mod turn;
+pub mod usage;
 pub mod walls;
 pub mod wire;

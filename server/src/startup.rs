@@ -174,6 +174,8 @@ impl Application {
             walls.clone(),
             Arc::new(host),
         );
+        // Model calls' usage, written off the turn's path.
+        let meter = crate::usage::Meter::start(store.clone());
         let turns = TurnService::new(
             store.clone(),
             events.clone(),
@@ -184,6 +186,7 @@ impl Application {
                 tasks: tasks.clone(),
                 walls: walls.clone(),
                 runners,
+                meter: meter.clone(),
                 cores: cores.clone(),
                 home: config.home.clone(),
                 max_steps: config.max_model_steps,
@@ -270,6 +273,7 @@ impl Application {
             clarifications,
             core_changes,
             walls,
+            meter,
             cores,
             shutdown,
         });
@@ -343,6 +347,8 @@ impl Application {
         .await;
         app.turns.shutdown(Duration::from_secs(10)).await;
         app.tasks.shutdown(Duration::from_secs(10)).await;
+        // The usage of the turns that just ended is written before exit.
+        app.meter.flush().await;
         // Whatever escaped its command's group (setsid) ends with the server.
         let ended = tokio::task::spawn_blocking(crate::exec::reaper::end_orphans)
             .await

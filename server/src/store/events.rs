@@ -94,7 +94,7 @@ fn decode(r: &AnyRow) -> Result<EventRow, sqlx::Error> {
 const INSERT_CHUNK: usize = 64;
 
 /// `($1, $2, …), (…)` for `rows` rows of `cols` parameters.
-fn values_clause(rows: usize, cols: usize) -> String {
+pub(super) fn values_clause(rows: usize, cols: usize) -> String {
     let mut sql = String::with_capacity(rows * cols * 5);
     for i in 0..rows {
         if i > 0 {

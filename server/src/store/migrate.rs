@@ -145,6 +145,12 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0064_module_state.sql"),
         postgres: include_str!("../../../migrations/postgres/0064_module_state.sql"),
     },
+    Embedded {
+        version: 70,
+        name: "usage",
+        sqlite: include_str!("../../../migrations/sqlite/0070_usage.sql"),
+        postgres: include_str!("../../../migrations/postgres/0070_usage.sql"),
+    },
 ];
 
 /// The embedded migrations of one backend, as sqlx sees them.

@@ -26,6 +26,7 @@ mod sessions;
 mod tasks;
 mod tenants;
 mod turns;
+mod usage;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -50,6 +51,7 @@ pub use sessions::{NewSession, SessionRow};
 pub use tasks::{ClaimCaps, Claimed, NewTask, TakenOver, TaskRow};
 pub use tenants::StoredTenantPolicy;
 pub use turns::{LostTurn, StartTurn, TurnRow};
+pub use usage::{ModelCallRow, NewModelCall};
 
 use crate::config::{Backend, DatabaseConfig};
 

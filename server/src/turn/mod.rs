@@ -95,6 +95,7 @@ struct Inner {
     tasks: crate::tasks::Tasks,
     walls: Arc<crate::walls::Walls>,
     runners: Arc<crate::authored::Runners>,
+    meter: crate::usage::Meter,
     cores: CoreRepository,
     home: std::path::PathBuf,
     /// Canonical workspace folder per session, so turns skip the syscalls.
@@ -115,6 +116,8 @@ pub struct TurnDeps {
     pub walls: Arc<crate::walls::Walls>,
     /// The warm runners slots run on.
     pub runners: Arc<crate::authored::Runners>,
+    /// Where each model call's usage is recorded.
+    pub meter: crate::usage::Meter,
     pub cores: CoreRepository,
     pub home: std::path::PathBuf,
     pub max_steps: u32,
@@ -172,6 +175,7 @@ impl TurnService {
                 tasks: deps.tasks,
                 walls: deps.walls,
                 runners: deps.runners,
+                meter: deps.meter,
                 cores: deps.cores,
                 home: deps.home,
                 workspaces: Mutex::new(HashMap::new()),
@@ -621,6 +625,7 @@ impl TurnService {
         let options = Some(&core.model.options);
         for step in 0..max_steps as usize {
             *steps = step as u32 + 1;
+            let started = std::time::Instant::now();
             let reply = tokio::select! {
                 r = provider.complete(ModelRequest {
                     messages: &history,
@@ -633,6 +638,22 @@ impl TurnService {
                 }) => r.map_err(|e| TurnEnd::Failed { reason: "provider", error: e.to_string() })?,
                 _ = token.cancelled() => return Err(TurnEnd::Cancelled),
             };
+            inner.meter.model_call(crate::store::NewModelCall {
+                tenant_id: ctx.session.tenant_id.clone(),
+                principal_id: ctx.session.principal_id.clone(),
+                session_id: ctx.session.id.to_string(),
+                core_id: ctx.session.core.clone(),
+                channel: if ctx.bound { "chat" } else { "" }.to_owned(),
+                provider: provider.name().to_owned(),
+                model: core
+                    .model
+                    .model_name
+                    .clone()
+                    .unwrap_or_else(|| "default".to_owned()),
+                tokens: reply.usage.map(|u| (u.input, u.output, u.cached)),
+                latency_ms: started.elapsed().as_millis() as u64,
+                at: crate::time::now_ms(),
+            });
             history.push(reply.to_message());
             let stored = model_view(&reply);
             if let Some(text) = &reply.content {
