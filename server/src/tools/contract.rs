@@ -24,7 +24,7 @@ use super::context::CallContext;
 use super::host::Host;
 use crate::catalog::{ResolvedCatalog, ResolvedEntry};
 use crate::policy::approval_policy::{ApprovalPolicy, Risk};
-pub use crate::walls::Walls;
+use crate::walls::Walls;
 
 pub use crate::wire::ToolStatus;
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::context::CallContext;
-use super::contract::{parse_args, Gate, Plan, Tool, ToolEnv, ToolOutcome, Walls};
+use super::contract::{parse_args, Gate, Plan, Tool, ToolEnv, ToolOutcome};
 use super::host::{
     Answer, ClarifyHost, CoreHost, HistoryHost, OutputHost, RunnerHost, TaskHost, TaskJob,
 };
@@ -18,6 +18,7 @@ use crate::catalog::{CatalogInput, ResolvedCatalog};
 use crate::core::skill_doc::CoreRef;
 use crate::ids::{SessionId, TurnId};
 use crate::policy::capabilities::CapabilityGrants;
+use crate::walls::Walls;
 
 pub struct Fixture {
     /// The server's home; the workspace is `ws` under it.
