@@ -92,6 +92,7 @@ async fn run(url: &str, label: &str) {
         },
         demiurge::exec::StorageQuota::new(1 << 20, 1 << 30),
         metrics,
+        demiurge::usage::Meter::start(store.clone()),
     );
     if db.backend == demiurge::config::Backend::Postgres {
         tokio::spawn(tasks.signals().clone().listen(url.to_owned()));

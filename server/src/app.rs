@@ -39,8 +39,10 @@ pub struct App {
     pub core_changes: CoreChanges,
     /// The walls every effect stays inside (and the one outbound client).
     pub walls: Arc<Walls>,
-    /// Usage metering (model calls), written in batches.
+    /// Usage metering (model and tool calls), written in batches.
     pub meter: crate::usage::Meter,
+    /// The operator's price list per model (`--model-prices`).
+    pub prices: Arc<crate::usage::report::Prices>,
     /// Reading the tenants' cores (changes go through `core_changes`).
     pub cores: CoreRepository,
     /// Chat channel accounts, webhooks and the outbox.

@@ -88,6 +88,11 @@ pub enum Command {
         #[command(subcommand)]
         command: CheckCommand,
     },
+    /// Usage reports across tenants, and the roll-up (the server operator).
+    Usage {
+        #[command(subcommand)]
+        command: UsageCommand,
+    },
     /// Print the OpenAPI document.
     Openapi,
     /// Apply database migrations and exit.
@@ -124,6 +129,44 @@ pub enum TokenCommand {
         /// Revoke every token of this principal issued until now.
         #[arg(long, requires = "tenant")]
         principal: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UsageCommand {
+    /// Print a usage report: one tenant's, or every tenant's without `--tenant`.
+    Report {
+        /// Only this tenant (default: every tenant).
+        #[arg(long)]
+        tenant: Option<String>,
+        /// The first instant, RFC 3339 (default: a day or 30 days before `--to`).
+        #[arg(long)]
+        from: Option<String>,
+        /// The end, RFC 3339, exclusive (default: now).
+        #[arg(long)]
+        to: Option<String>,
+        /// `hour` or `day`.
+        #[arg(long, default_value = "day")]
+        bucket: String,
+        /// Comma-separated: principal, core, channel, provider, model, tool, status.
+        #[arg(long, default_value = "")]
+        group: String,
+        /// `json` or `csv`.
+        #[arg(long, default_value = "json")]
+        format: String,
+        /// A price list in the format of `serve`'s price list, for the cost column.
+        #[arg(long, env = "DEMIURGE_MODEL_PRICES")]
+        model_prices: Option<PathBuf>,
+    },
+    /// Roll raw usage up into hourly sums now and prune by retention (the
+    /// server does this every minute).
+    Rollup {
+        /// Keep rolled-up raw rows this long.
+        #[arg(long, env = "DEMIURGE_USAGE_RAW_RETENTION", default_value = "7d")]
+        raw_retention: String,
+        /// Keep hourly sums this long.
+        #[arg(long, env = "DEMIURGE_USAGE_ROLLUP_RETENTION", default_value = "400d")]
+        rollup_retention: String,
     },
 }
 
@@ -347,6 +390,17 @@ pub struct ServeArgs {
     /// Open HTTP connections served at once; more are closed at accept.
     #[arg(long, env = "DEMIURGE_MAX_CONNECTIONS", default_value_t = 4096)]
     pub max_connections: usize,
+    /// How long each metered call is kept once rolled up into hourly sums,
+    /// e.g. `7d`.
+    #[arg(long, env = "DEMIURGE_USAGE_RAW_RETENTION", default_value = "7d")]
+    pub usage_raw_retention: String,
+    /// How long hourly usage sums are kept, e.g. `400d`.
+    #[arg(long, env = "DEMIURGE_USAGE_ROLLUP_RETENTION", default_value = "400d")]
+    pub usage_rollup_retention: String,
+    /// A TOML price list per model (input, output and cached price per
+    /// million tokens), so usage reports carry cost (docs/usage.md).
+    #[arg(long, env = "DEMIURGE_MODEL_PRICES")]
+    pub model_prices: Option<std::path::PathBuf>,
 }
 
 #[cfg(test)]

@@ -74,6 +74,8 @@ fn every_other_command_is_listed_with_its_arguments() {
             "principal enable",
             "check command",
             "check url",
+            "usage report",
+            "usage rollup",
             "openapi",
             "migrate"
         ]

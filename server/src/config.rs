@@ -336,6 +336,51 @@ pub struct Config {
     /// `--member-max-risk`: the approval policy of tenants that set none.
     pub default_tenant_policy: crate::policy::approval_authority::TenantPolicy,
     pub protection: ProtectionConfig,
+    pub usage: UsageConfig,
+}
+
+/// Usage metering's retention and price list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageConfig {
+    /// Raw rows (each call) once rolled up.
+    pub raw_retention: Duration,
+    /// Hourly roll-ups.
+    pub rollup_retention: Duration,
+    /// `--model-prices`: read and checked at start.
+    pub prices_file: Option<PathBuf>,
+}
+
+impl Default for UsageConfig {
+    fn default() -> Self {
+        Self {
+            raw_retention: Duration::from_secs(7 * 86_400),
+            rollup_retention: Duration::from_secs(400 * 86_400),
+            prices_file: None,
+        }
+    }
+}
+
+impl UsageConfig {
+    pub fn from_args(serve: &ServeArgs) -> Result<Self, ConfigError> {
+        let raw_retention = parse_duration("--usage-raw-retention", &serve.usage_raw_retention)?;
+        let rollup_retention =
+            parse_duration("--usage-rollup-retention", &serve.usage_rollup_retention)?;
+        if raw_retention < Duration::from_secs(3_600) {
+            return Err(ConfigError(
+                "--usage-raw-retention must be at least 1h".into(),
+            ));
+        }
+        if rollup_retention < raw_retention {
+            return Err(ConfigError(
+                "--usage-rollup-retention must be at least --usage-raw-retention".into(),
+            ));
+        }
+        Ok(Self {
+            raw_retention,
+            rollup_retention,
+            prices_file: serve.model_prices.clone(),
+        })
+    }
 }
 
 pub fn parse_duration(name: &str, s: &str) -> Result<Duration, ConfigError> {
@@ -566,6 +611,7 @@ impl Config {
             mcp_idle_timeout: parse_mcp_idle_timeout(&serve.mcp_idle_timeout)?,
             clarify_timeout: parse_duration("--clarify-timeout", &serve.clarify_timeout)?,
             protection: ProtectionConfig::from_args(serve)?,
+            usage: UsageConfig::from_args(serve)?,
             auth: AuthConfig {
                 audience: serve.jwt_audience.clone(),
                 external_issuer: serve.jwt_issuer.clone(),

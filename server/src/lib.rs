@@ -77,7 +77,9 @@
 //!   approvals and tasks, the one [`wire::Risk`] and [`wire::ApprovalPolicy`].
 //! - [`ids`]: parsed identifiers; handlers never see raw id strings.
 //! - [`metrics`]: Prometheus counters, gauges and histograms.
-//! - [`usage`]: the usage meter: model calls recorded per tenant, off the turn's path.
+//! - [`usage`]: the usage meter: model and tool calls, process CPU and fetched
+//!   bytes recorded per tenant off the turn's path, rolled up hourly;
+//!   [`usage::report`] shapes reports (JSON, CSV, cost).
 //! - [`error`]: the host error type, mapped to HTTP in one place (`api::error`).
 //! - [`time`]: wall-clock helpers.
 //!

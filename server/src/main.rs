@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Parser;
 use demiurge::auth::{load_or_create_signing_key, Role, TokenService};
 use demiurge::cli::{
-    CheckCommand, Cli, Command, CommonArgs, PrincipalCommand, RoleArg, TokenCommand,
+    CheckCommand, Cli, Command, CommonArgs, PrincipalCommand, RoleArg, TokenCommand, UsageCommand,
 };
 use demiurge::config::{AuthConfig, Config, DatabaseConfig};
 use demiurge::ids::{PrincipalId, TenantId};
@@ -57,6 +57,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => revoke(&cli.common, jti, tenant, principal).await,
         Command::Principal { command } => toggle_principal(&cli.common, command).await,
         Command::Check { command } => check(command).await,
+        Command::Usage { command } => usage(&cli.common, command).await,
         Command::Openapi => {
             println!("{}", demiurge::api::openapi_document());
             Ok(())
@@ -66,6 +67,72 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             demiurge::bootstrap::private_home(&cli.common.home)?;
             Store::open(&db).await?.close().await;
             println!("migrations applied");
+            Ok(())
+        }
+    }
+}
+
+async fn usage(common: &CommonArgs, command: UsageCommand) -> anyhow::Result<()> {
+    let db = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
+    match command {
+        UsageCommand::Report {
+            tenant,
+            from,
+            to,
+            bucket,
+            group,
+            format,
+            model_prices,
+        } => {
+            let csv = match format.as_str() {
+                "json" => false,
+                "csv" => true,
+                other => anyhow::bail!("--format {other:?} is not json or csv"),
+            };
+            let prices = match &model_prices {
+                Some(p) => demiurge::usage::report::Prices::load(p)
+                    .map_err(|e| anyhow::anyhow!("--model-prices {e}"))?,
+                None => Default::default(),
+            };
+            let tenant = tenant.map(|t| TenantId::parse(&t)).transpose()?;
+            let params = demiurge::usage::report::ReportParams {
+                from: from.as_deref(),
+                to: to.as_deref(),
+                bucket: Some(&bucket),
+                group: Some(&group),
+            };
+            let store = Store::open(&db).await?;
+            let report = demiurge::usage::report::report(
+                &store,
+                &prices,
+                tenant.as_ref().map(TenantId::as_str),
+                &params,
+                demiurge::time::now_ms(),
+            )
+            .await;
+            store.close().await;
+            let report = report?;
+            if csv {
+                print!("{}", demiurge::usage::report::to_csv(&report));
+            } else {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            }
+            Ok(())
+        }
+        UsageCommand::Rollup {
+            raw_retention,
+            rollup_retention,
+        } => {
+            let retention = demiurge::usage::Retention {
+                raw: demiurge::config::parse_duration("--raw-retention", &raw_retention)?,
+                hourly: demiurge::config::parse_duration("--rollup-retention", &rollup_retention)?,
+                every: Duration::from_secs(60),
+            };
+            let store = Store::open(&db).await?;
+            let done = demiurge::usage::upkeep(&store, retention).await;
+            store.close().await;
+            done?;
+            println!("usage rolled up");
             Ok(())
         }
     }

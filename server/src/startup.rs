@@ -132,6 +132,8 @@ impl Application {
             node_id.clone(),
             config.clarify_timeout,
         );
+        // Model and tool calls' usage, written off the turn's path.
+        let meter = crate::usage::Meter::start(store.clone());
         let tasks = crate::tasks::Tasks::new(
             store.clone(),
             events.clone(),
@@ -149,6 +151,7 @@ impl Application {
             },
             quota.clone(),
             metrics.clone(),
+            meter.clone(),
         );
         if config.database.backend == crate::config::Backend::Postgres {
             tokio::spawn(tasks.signals().clone().listen(config.database.url.clone()));
@@ -167,15 +170,19 @@ impl Application {
             core_changes: core_changes.clone(),
             runners: runners.clone(),
         };
+        let prices = match &config.usage.prices_file {
+            Some(path) => crate::usage::report::Prices::load(path)
+                .map_err(|e| anyhow::anyhow!("--model-prices {e}"))?,
+            None => Default::default(),
+        };
         let dispatcher = Dispatcher::new(
             approvals.clone(),
             events.clone(),
             &config.home,
             walls.clone(),
             Arc::new(host),
+            meter.clone(),
         );
-        // Model calls' usage, written off the turn's path.
-        let meter = crate::usage::Meter::start(store.clone());
         let turns = TurnService::new(
             store.clone(),
             events.clone(),
@@ -274,6 +281,7 @@ impl Application {
             core_changes,
             walls,
             meter,
+            prices: Arc::new(prices),
             cores,
             shutdown,
         });
@@ -331,6 +339,15 @@ impl Application {
         app.tasks.schedules().set_cores(app.cores.clone());
         app.tasks.schedules().start(app.shutdown.clone());
         app.turns.follow_cancels(app.shutdown.clone());
+        crate::usage::Meter::start_upkeep(
+            app.store.clone(),
+            crate::usage::Retention {
+                raw: app.config.usage.raw_retention,
+                hourly: app.config.usage.rollup_retention,
+                every: Duration::from_secs(60),
+            },
+            app.shutdown.clone(),
+        );
         // Orphans of tenants' commands are reaped here, not left to init.
         crate::exec::reaper::start(app.shutdown.clone());
         let router = crate::api::router(app.clone());

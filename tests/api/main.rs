@@ -33,5 +33,6 @@ mod tasks;
 mod terminal;
 mod tokens;
 mod turns;
+mod usage;
 mod versions;
 mod web;

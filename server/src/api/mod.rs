@@ -22,6 +22,7 @@ pub mod tenant_policy;
 pub mod tokens;
 pub mod tools;
 pub mod turns;
+pub mod usage;
 
 use std::net::SocketAddr;
 
@@ -69,6 +70,7 @@ pub fn router(app: SharedApp) -> Router {
         )
         .route("/v1/search", get(search::search))
         .route("/v1/audit", get(search::list_audit))
+        .route("/v1/usage", get(usage::get_usage))
         .route("/v1/schedules", get(schedules::list_schedules))
         .route(
             "/v1/schedules/{id}",

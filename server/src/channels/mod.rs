@@ -897,13 +897,17 @@ impl Channels {
         // A reply can reach the user a moment before its turn has settled:
         // give the previous turn a short while before calling it busy.
         let turns = &self.inner.turns;
-        let mut started = turns.start_bound(&scope, sid, text.clone()).await;
+        let mut started = turns
+            .start_bound(&scope, sid, text.clone(), platform.as_str())
+            .await;
         for _ in 0..BUSY_RETRIES {
             if !matches!(started, Err(Error::Conflict(_))) {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            started = turns.start_bound(&scope, sid, text.clone()).await;
+            started = turns
+                .start_bound(&scope, sid, text.clone(), platform.as_str())
+                .await;
         }
         match started {
             Ok(_) => {

@@ -53,6 +53,8 @@ pub struct Dispatcher {
     /// Turns' catalogs extended with their MCP tools, per (tenant,
     /// principal, core).
     mcp_catalogs: Arc<crate::catalog::mcp_cache::CatalogCache>,
+    /// Each call's use (tool, status, process time, fetched bytes).
+    meter: crate::usage::Meter,
 }
 
 /// The registry of built-ins drives its tools through the pipeline.
@@ -75,6 +77,7 @@ impl Dispatcher {
         home: &Path,
         walls: Arc<Walls>,
         host: Arc<dyn Host>,
+        meter: crate::usage::Meter,
     ) -> Arc<Self> {
         Arc::new(Self {
             approvals,
@@ -82,6 +85,7 @@ impl Dispatcher {
             home: home.to_path_buf(),
             walls,
             host,
+            meter,
             mcp: crate::mcp::runtime::McpRuntime::new(),
             mcp_catalogs: Default::default(),
         })
@@ -297,7 +301,29 @@ impl Dispatcher {
                 }),
             )
             .await?;
-        let outcome = self.dispatch(ctx, catalog, call_id, name, args).await;
+        let started = std::time::Instant::now();
+        let (outcome, tally) =
+            crate::usage::Tally::scope(self.dispatch(ctx, catalog, call_id, name, args)).await;
+        self.meter.tool(crate::store::NewToolUsage {
+            tenant_id: ctx.scope.tenant().to_string(),
+            principal_id: ctx.scope.principal().to_string(),
+            session_id: ctx.session_id.to_string(),
+            core_id: ctx.core.id.to_string(),
+            channel: ctx.channel.clone(),
+            // A name the catalog does not know is the model's text: keep
+            // the label set bounded.
+            tool: if catalog.resolve(name).is_some() {
+                name.to_owned()
+            } else {
+                "(unknown)".to_owned()
+            },
+            status: outcome.status.as_str().to_owned(),
+            calls: 1,
+            cpu_ms: tally.cpu_ms(),
+            outbound_bytes: tally.outbound_bytes(),
+            latency_ms: started.elapsed().as_millis() as u64,
+            at: crate::time::now_ms(),
+        });
         let raw = json!({"content": outcome.content, "data": outcome.data});
         let (status, views) = match redactor.try_views(&raw) {
             Ok(v) => (outcome.status, v),

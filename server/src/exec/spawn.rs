@@ -115,6 +115,11 @@ pub struct ExecResult {
     pub record: ProcessRecord,
     /// From spawn to the end of draining.
     pub elapsed: Duration,
+    /// CPU time (user and system, ms) of the leader and the descendants it
+    /// waited for, read as it exited; `None` when it could not be read (a
+    /// leader reaped only after the kill sequence). Also added to the
+    /// calling tool's usage tally ([`crate::usage::Tally`]).
+    pub cpu_ms: Option<u64>,
 }
 
 /// Why [`run`] could not run the command.
@@ -172,6 +177,14 @@ pub async fn run(
         .with_budget(spec.output_budget.clone());
 
     let mut command = shell_command(&spec);
+    // Before the spawn, so no exit of the leader goes unnoticed.
+    let mut exits = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch SIGCHLD; command CPU time is not metered");
+            None
+        }
+    };
     let started = Instant::now();
     let mut child = match command.spawn() {
         Ok(child) => child,
@@ -223,6 +236,8 @@ pub async fn run(
     let mut out_buf = vec![0u8; READ_CHUNK];
     let mut err_buf = vec![0u8; READ_CHUNK];
     let mut status: Option<ExitStatus> = None;
+    // Set once the leader has exited (not yet reaped), with its CPU time.
+    let mut exited: Option<Option<u64>> = None;
     let mut ended_by: Option<ExitReason> = None;
     let mut killer: Option<JoinHandle<bool>> = None;
     let mut drain_until: Option<tokio::time::Instant> = None;
@@ -249,7 +264,8 @@ pub async fn run(
                 }
                 _ => err.eof = true,
             },
-            waited = child.wait(), if status.is_none() => match waited {
+            cpu = leader_exit(pid, exits.as_mut()), if exited.is_none() => exited = Some(cpu),
+            waited = child.wait(), if status.is_none() && exited.is_some() => match waited {
                 Ok(exit) => status = Some(exit),
                 Err(wait_err) => return Err(ExecError::Wait(wait_err.to_string())),
             },
@@ -288,6 +304,9 @@ pub async fn run(
     out.finish(&mut on_chunk).await;
     err.finish(&mut on_chunk).await;
     guard.disarm();
+    if let Some(Some(ms)) = exited {
+        crate::usage::Tally::add_cpu_ms(ms);
+    }
 
     let reason = match (ended_by, status.and_then(|exit| exit.signal())) {
         (Some(ended), _) => ended,
@@ -310,7 +329,69 @@ pub async fn run(
         quota_exceeded: out.quota().or(err.quota()),
         record,
         elapsed: started.elapsed(),
+        cpu_ms: exited.flatten(),
     })
+}
+
+/// Wait until the leader `pid` has exited, without reaping it, and read its
+/// CPU time while its accounting is still there. Wakes on every `SIGCHLD`
+/// the server gets; without the signal stream, it polls.
+async fn leader_exit(pid: i32, exits: Option<&mut tokio::signal::unix::Signal>) -> Option<u64> {
+    let mut exits = exits;
+    loop {
+        match exited_unreaped(pid) {
+            Some(true) => return cpu_ms_of(pid),
+            // Reaped by someone else, or not our child: nothing to read.
+            None => return None,
+            Some(false) => {}
+        }
+        match exits.as_deref_mut() {
+            Some(s) => {
+                if s.recv().await.is_none() {
+                    exits = None;
+                }
+            }
+            None => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// `Some(true)`: `pid` has exited and awaits reaping; `Some(false)`: still
+/// running; `None`: not a child of ours any more.
+fn exited_unreaped(pid: i32) -> Option<bool> {
+    // SAFETY: waitid(2) with WNOWAIT only reads the child's state; the
+    // siginfo is zeroed first, as WNOHANG requires to tell "none" apart.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        if r != 0 {
+            return None;
+        }
+        Some(info.si_pid() == pid)
+    }
+}
+
+/// User and system CPU of an exited, unreaped process and of the children it
+/// waited for (`/proc/PID/stat` fields 14–17), in milliseconds.
+fn cpu_ms_of(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses; fields follow the last ')'.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields
+        .get(11..15)?
+        .iter()
+        .map(|f| f.parse::<u64>().ok())
+        .sum::<Option<u64>>()?;
+    // SAFETY: sysconf(3) reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = u64::try_from(hz).ok().filter(|h| *h > 0)?;
+    Some(ticks * 1000 / hz)
 }
 
 /// `/bin/sh -c COMMAND` with exactly `spec.env`, null stdin, piped

@@ -587,3 +587,30 @@ async fn both_streams_share_the_command_quota_and_a_quiet_command_is_untouched()
     );
     assert_eq!(quota.used("acme"), 1500);
 }
+
+/// A command's CPU time, its children's included, is read as it exits and
+/// lands in the tally of the call that ran it; a sleeping command uses
+/// next to none.
+#[tokio::test]
+async fn cpu_time_is_measured_and_tallied() {
+    let dir = TempDir::new().unwrap();
+    // The busy loop runs in a child the shell waits for.
+    let busy = "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; echo done";
+    let (result, tally) =
+        crate::usage::Tally::scope(run_plain(spec(&dir, busy, Duration::from_secs(60)))).await;
+    assert_eq!(result.exit_code, Some(0));
+    let cpu = result.cpu_ms.expect("cpu time read");
+    assert!(cpu >= 20, "a busy loop used {cpu} ms");
+    assert_eq!(tally.cpu_ms(), cpu);
+    let idle = run_plain(spec(&dir, "sleep 0.3", Duration::from_secs(10))).await;
+    assert!(idle.cpu_ms.expect("cpu time read") < cpu);
+    // Killed at its timeout: still read.
+    let killed = run_plain(spec(
+        &dir,
+        "while :; do :; done",
+        Duration::from_millis(400),
+    ))
+    .await;
+    assert_eq!(killed.reason, ExitReason::TimedOut);
+    assert!(killed.cpu_ms.expect("cpu time read") >= 100, "{killed:?}");
+}

@@ -425,6 +425,8 @@ impl Outbound {
                 .await
                 .map_err(|e| OutboundErrorKind::Request(describe(&e)))?
             {
+                // Fetched bytes are the calling tool's usage.
+                crate::usage::Tally::add_outbound_bytes(chunk.len() as u64);
                 let room = limits.max_bytes.saturating_sub(kept.len());
                 if chunk.len() > room {
                     kept.extend_from_slice(&chunk[..room]);

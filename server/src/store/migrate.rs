@@ -151,6 +151,12 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0070_usage.sql"),
         postgres: include_str!("../../../migrations/postgres/0070_usage.sql"),
     },
+    Embedded {
+        version: 71,
+        name: "usage_rollup",
+        sqlite: include_str!("../../../migrations/sqlite/0071_usage_rollup.sql"),
+        postgres: include_str!("../../../migrations/postgres/0071_usage_rollup.sql"),
+    },
 ];
 
 /// The embedded migrations of one backend, as sqlx sees them.

@@ -51,7 +51,9 @@ pub use sessions::{NewSession, SessionRow};
 pub use tasks::{ClaimCaps, Claimed, NewTask, TakenOver, TaskRow};
 pub use tenants::StoredTenantPolicy;
 pub use turns::{LostTurn, StartTurn, TurnRow};
-pub use usage::{ModelCallRow, NewModelCall};
+pub use usage::{
+    ModelCallRow, NewModelCall, NewToolUsage, RolledUp, UsageKey, UsageQuery, UsageRow, UsageSums,
+};
 
 use crate::config::{Backend, DatabaseConfig};
 

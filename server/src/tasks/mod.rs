@@ -148,6 +148,7 @@ pub type Job = Box<dyn FnOnce(TaskHandle) -> BoxFuture<'static, TaskOutcome> + S
 /// A job recorded as queued, waiting for this instance's pool.
 struct Pending {
     tenant: String,
+    principal: String,
     session: SessionId,
     kind: String,
     summary: String,
@@ -167,6 +168,8 @@ struct Inner {
     settings: TaskSettings,
     quota: Arc<StorageQuota>,
     metrics: Arc<Metrics>,
+    /// What jobs' processes used, recorded as they end.
+    meter: crate::usage::Meter,
     running: RunningWork<String, ()>,
     queued: Mutex<HashMap<String, Pending>>,
     /// Wakes the pool: a task was queued or a slot freed.
@@ -435,6 +438,7 @@ impl Tasks {
         settings: TaskSettings,
         quota: Arc<StorageQuota>,
         metrics: Arc<Metrics>,
+        meter: crate::usage::Meter,
     ) -> Self {
         let signals = Signals::new(store.clone());
         let schedules = schedules::Schedules::new(store.clone(), settings.schedules);
@@ -446,6 +450,7 @@ impl Tasks {
                 settings,
                 quota,
                 metrics,
+                meter,
                 running: RunningWork::default(),
                 queued: Mutex::new(HashMap::new()),
                 wake: Notify::new(),
@@ -554,6 +559,7 @@ impl Tasks {
                 id.clone(),
                 Pending {
                     tenant: tenant.to_owned(),
+                    principal: scope.principal().to_string(),
                     session: session_id,
                     kind: kind.to_owned(),
                     summary: summary.clone(),
@@ -713,8 +719,28 @@ impl Tasks {
         let this = self.clone();
         let job = p.job;
         let (session, kind, summary) = (p.session, p.kind, p.summary);
+        let (tenant, principal) = (p.tenant, p.principal);
         inner.running.spawn(id.clone(), async move {
-            let outcome = job(handle).await;
+            // A background command's process time is the task's, not its
+            // (long returned) tool call's: metered here, as it ends.
+            let started = std::time::Instant::now();
+            let (outcome, tally) = crate::usage::Tally::scope(job(handle)).await;
+            if tally.cpu_ms() > 0 || tally.outbound_bytes() > 0 {
+                this.inner.meter.tool(crate::store::NewToolUsage {
+                    tenant_id: tenant,
+                    principal_id: principal,
+                    session_id: session.to_string(),
+                    core_id: String::new(),
+                    channel: String::new(),
+                    tool: kind.clone(),
+                    status: "process".into(),
+                    calls: 0,
+                    cpu_ms: tally.cpu_ms(),
+                    outbound_bytes: tally.outbound_bytes(),
+                    latency_ms: started.elapsed().as_millis() as u64,
+                    at: crate::time::now_ms(),
+                });
+            }
             let seen = known.lock().unwrap_or_else(|p| p.into_inner()).clone();
             let (status, result) = redacted_outcome(&seen, outcome);
             let summary = final_summary(&summary, &result);

@@ -36,6 +36,9 @@ pub struct CallContext {
     /// A chat channel's turn: its principal reads only this session's
     /// history ([`crate::history::Reach::bound`]).
     pub bound_session: bool,
+    /// The chat platform of the turn (`slack`, `telegram`, …); empty when
+    /// it came from the API. Usage is attributed by it.
+    pub channel: String,
     /// Where this session sits in a delegation chain (`delegate_task`).
     pub delegation: Delegation,
 }

@@ -180,6 +180,7 @@ pub fn fixture(grants: &[&str]) -> Fixture {
         }),
         cancel: CancellationToken::new(),
         bound_session: false,
+        channel: String::new(),
         delegation: Default::default(),
     };
     let input = CatalogInput {

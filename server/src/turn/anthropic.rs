@@ -110,6 +110,10 @@ impl Provider for AnthropicProvider {
         "anthropic"
     }
 
+    fn default_model(&self) -> &str {
+        &self.model
+    }
+
     fn complete<'a>(
         &'a self,
         req: ModelRequest<'a>,

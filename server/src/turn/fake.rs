@@ -21,6 +21,10 @@ impl Provider for FakeProvider {
         "fake"
     }
 
+    fn default_model(&self) -> &str {
+        "fake"
+    }
+
     fn complete<'a>(
         &'a self,
         req: ModelRequest<'a>,

@@ -144,8 +144,9 @@ struct TurnContext {
     /// The input with secrets replaced, as records and history keep it.
     shown_input: String,
     mode: Mode,
-    /// A chat channel's turn (see [`TurnService::start_bound`]).
-    bound: bool,
+    /// A chat channel's turn: its platform (see [`TurnService::start_bound`]);
+    /// empty for the API's turns.
+    channel: String,
 }
 
 /// What drives the turn.
@@ -197,19 +198,22 @@ impl TurnService {
         input: String,
         script: Option<Value>,
     ) -> Result<TurnId> {
-        self.start_with(scope, session_id, input, script, false)
+        self.start_with(scope, session_id, input, script, String::new())
             .await
     }
 
-    /// Start a chat channel's turn: its principal reads only this session's
-    /// history (the conversation's binding).
+    /// Start a chat channel's turn from `platform` (`slack`, `telegram`, …):
+    /// its principal reads only this session's history (the conversation's
+    /// binding), and its usage is attributed to the platform.
     pub async fn start_bound(
         &self,
         scope: &PrincipalScope,
         session_id: SessionId,
         input: String,
+        platform: &str,
     ) -> Result<TurnId> {
-        self.start_with(scope, session_id, input, None, true).await
+        self.start_with(scope, session_id, input, None, platform.to_owned())
+            .await
     }
 
     async fn start_with(
@@ -218,7 +222,7 @@ impl TurnService {
         session_id: SessionId,
         input: String,
         script: Option<Value>,
-        bound: bool,
+        channel: String,
     ) -> Result<TurnId> {
         let session = self.owned_session(scope, session_id).await?;
         let script = match script {
@@ -237,7 +241,7 @@ impl TurnService {
                 Some(script::parse(&v).map_err(Error::Invalid)?)
             }
         };
-        self.begin(scope, session, input, Mode::Model { script }, bound)
+        self.begin(scope, session, input, Mode::Model { script }, channel)
             .await
     }
 
@@ -261,7 +265,9 @@ impl TurnService {
             tool,
             arguments,
         };
-        let turn = self.begin(scope, session, input, mode, false).await?;
+        let turn = self
+            .begin(scope, session, input, mode, String::new())
+            .await?;
         Ok((turn, call_id))
     }
 
@@ -283,7 +289,7 @@ impl TurnService {
         session: SessionRow,
         input: String,
         mode: Mode,
-        bound: bool,
+        channel: String,
     ) -> Result<TurnId> {
         let inner = &self.inner;
         let session_id = session.id;
@@ -345,7 +351,7 @@ impl TurnService {
             input,
             shown_input,
             mode,
-            bound,
+            channel,
         };
         // Every log line of the turn (its tools, slots and provider calls
         // included) carries who and where, so a JSON log can be filtered by
@@ -521,7 +527,8 @@ impl TurnService {
                 skills_root: core.skills_root.clone(),
             }),
             cancel: token.clone(),
-            bound_session: ctx.bound,
+            bound_session: !ctx.channel.is_empty(),
+            channel: ctx.channel.clone(),
             delegation: delegation.unwrap_or_default(),
         };
         // The core's MCP servers join the turn's catalog once allowed and
@@ -638,22 +645,7 @@ impl TurnService {
                 }) => r.map_err(|e| TurnEnd::Failed { reason: "provider", error: e.to_string() })?,
                 _ = token.cancelled() => return Err(TurnEnd::Cancelled),
             };
-            inner.meter.model_call(crate::store::NewModelCall {
-                tenant_id: ctx.session.tenant_id.clone(),
-                principal_id: ctx.session.principal_id.clone(),
-                session_id: ctx.session.id.to_string(),
-                core_id: ctx.session.core.clone(),
-                channel: if ctx.bound { "chat" } else { "" }.to_owned(),
-                provider: provider.name().to_owned(),
-                model: core
-                    .model
-                    .model_name
-                    .clone()
-                    .unwrap_or_else(|| "default".to_owned()),
-                tokens: reply.usage.map(|u| (u.input, u.output, u.cached)),
-                latency_ms: started.elapsed().as_millis() as u64,
-                at: crate::time::now_ms(),
-            });
+            self.meter_model_call(ctx, provider.as_ref(), &core, reply.usage, started);
             history.push(reply.to_message());
             let stored = model_view(&reply);
             if let Some(text) = &reply.content {
@@ -894,6 +886,7 @@ impl TurnService {
                 let covered = &turns[..upto];
                 if let Some(new) = self
                     .compact(
+                        ctx,
                         provider,
                         core,
                         summary.as_deref(),
@@ -930,11 +923,39 @@ impl TurnService {
         Ok(out)
     }
 
+    /// Hand one model call's usage to the meter, attributed to the turn.
+    fn meter_model_call(
+        &self,
+        ctx: &TurnContext,
+        provider: &dyn Provider,
+        core: &crate::core::repository::CoreView,
+        usage: Option<provider::TokenUsage>,
+        started: std::time::Instant,
+    ) {
+        self.inner.meter.model_call(crate::store::NewModelCall {
+            tenant_id: ctx.session.tenant_id.clone(),
+            principal_id: ctx.session.principal_id.clone(),
+            session_id: ctx.session.id.to_string(),
+            core_id: ctx.session.core.clone(),
+            channel: ctx.channel.clone(),
+            provider: provider.name().to_owned(),
+            model: core
+                .model
+                .model_name
+                .clone()
+                .unwrap_or_else(|| provider.default_model().to_owned()),
+            tokens: usage.map(|u| (u.input, u.output, u.cached)),
+            latency_ms: started.elapsed().as_millis() as u64,
+            at: crate::time::now_ms(),
+        });
+    }
+
     /// Asks the provider for a summary of `turns` (and the previous
     /// summary), bounded to a quarter of the room. `None` if it fails.
     #[allow(clippy::too_many_arguments)]
     async fn compact(
         &self,
+        ctx: &TurnContext,
         provider: &dyn Provider,
         core: &crate::core::repository::CoreView,
         previous: Option<&str>,
@@ -964,6 +985,7 @@ impl TurnService {
             prompt,
             json!({"role": "user", "content": format!("Transcript to compact:\n\n{transcript}")}),
         ];
+        let started = std::time::Instant::now();
         let reply = provider
             .complete(ModelRequest {
                 messages: &messages,
@@ -975,6 +997,10 @@ impl TurnService {
                 options: Some(&core.model.options),
             })
             .await;
+        if let Ok(r) = &reply {
+            // The summary is the turn's spending too.
+            self.meter_model_call(ctx, provider, core, r.usage, started);
+        }
         match reply {
             Ok(r) => {
                 let text = r.content.unwrap_or_default();

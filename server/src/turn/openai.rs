@@ -166,6 +166,10 @@ impl Provider for OpenAiProvider {
         "openai"
     }
 
+    fn default_model(&self) -> &str {
+        &self.model
+    }
+
     fn complete<'a>(
         &'a self,
         req: ModelRequest<'a>,

@@ -84,6 +84,9 @@ pub enum ProviderError {
 
 pub trait Provider: Send + Sync + 'static {
     fn name(&self) -> &'static str;
+    /// The model asked for when the core names none (usage is attributed
+    /// to it).
+    fn default_model(&self) -> &str;
     fn complete<'a>(
         &'a self,
         req: ModelRequest<'a>,
