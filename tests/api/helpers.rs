@@ -712,3 +712,52 @@ pub fn assert_secret_absent(root: &Path, secret: &str, skip: &[&str]) -> usize {
     }
     scanned
 }
+
+/// The usage row of `tool` in `tenant` today (polled: the meter writes off
+/// the call's path), read by a tenant admin.
+pub async fn tool_usage(app: &TestApp, tenant: &str, tool: &str) -> Value {
+    let admin = app.token_with(tenant, "usage-admin", "admin", "1h");
+    for _ in 0..200 {
+        let (st, r) = app.get(&admin, "/v1/usage?group=tool").await;
+        assert_eq!(st, 200, "{r}");
+        if let Some(row) = r["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["tool"] == tool && row["tool_calls"].as_u64() > Some(0))
+        {
+            return row.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no usage of {tool} in {tenant}");
+}
+
+/// Today's usage rows of `tenant` grouped by provider and model, once at
+/// least `calls` model calls are recorded.
+pub async fn model_usage(app: &TestApp, tenant: &str, calls: u64) -> Vec<Value> {
+    let admin = app.token_with(tenant, "usage-admin", "admin", "1h");
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        let (st, r) = app.get(&admin, "/v1/usage?group=provider,model").await;
+        assert_eq!(st, 200, "{r}");
+        // Tool calls have rows of their own (no provider, no model).
+        let rows: Vec<Value> = r["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["model_calls"].as_u64() > Some(0))
+            .cloned()
+            .collect();
+        let seen: u64 = rows
+            .iter()
+            .map(|r| r["model_calls"].as_u64().unwrap())
+            .sum();
+        if seen >= calls {
+            return rows;
+        }
+        last = r;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("fewer than {calls} model calls in {tenant}: {last}");
+}

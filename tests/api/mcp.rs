@@ -549,6 +549,14 @@ async fn streamable_http_goes_through_the_url_policy_and_is_called_after_approva
     assert!(res[0].1.contains("over http"), "{res:?}");
     assert_eq!(res[1].0, "succeeded", "{res:?}");
     assert!(res[1].1.contains("42"), "{res:?}");
+    // What the server sent back is the calls' usage.
+    let calls = evs
+        .iter()
+        .filter(|e| e["type"] == "tool.call")
+        .map(|e| e["data"]["tool"].as_str().unwrap().to_owned())
+        .collect::<Vec<_>>();
+    let used = tool_usage(&app, "default", &calls[0]).await;
+    assert!(used["outbound_bytes"].as_u64().unwrap() > 0, "{used}");
 
     let listing = servers(&app, &tok, &sid).await;
     let server = server(&listing, "everything");

@@ -246,6 +246,16 @@ async fn an_anthropic_compatible_server_drives_a_tool_using_turn() {
     // The key never reaches the log or the events.
     assert!(!app.log().contains(KEY));
     assert!(!serde_json::to_string(&evs).unwrap().contains(KEY));
+    // The streamed usage of both calls is recorded: input from
+    // message_start, output as message_delta last counted it.
+    let rows = model_usage(&app, "default", 2).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["provider"], "anthropic");
+    assert_eq!(rows[0]["model"], "claude-sonnet-4-5");
+    assert_eq!(rows[0]["model_calls"], 2);
+    assert_eq!(rows[0]["unmetered_calls"], 0);
+    assert_eq!(rows[0]["input_tokens"], 20);
+    assert_eq!(rows[0]["output_tokens"], 45);
 }
 
 #[tokio::test]

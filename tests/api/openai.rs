@@ -12,7 +12,11 @@ const KEY: &str = "sk-test-abcdefghijklmnop-secret";
 #[tokio::test]
 async fn a_tool_call_then_an_answer_over_the_real_wire_format() {
     let standin = StandIn::start().await;
-    standin.push(200, tool_reply("tools_list", json!({})), Duration::ZERO);
+    // The first reply reports its usage as OpenAI does; the second none.
+    let mut first = tool_reply("tools_list", json!({}));
+    first["usage"] = json!({"prompt_tokens": 1200, "completion_tokens": 34, "total_tokens": 1234,
+        "prompt_tokens_details": {"cached_tokens": 1024}});
+    standin.push(200, first, Duration::ZERO);
     standin.push(200, text_reply("I can list tools."), Duration::ZERO);
     let app = spawn_with(Backend::Sqlite, standin.opts(KEY)).await;
     let tok = app.token("default", "alice");
@@ -39,6 +43,18 @@ async fn a_tool_call_then_an_answer_over_the_real_wire_format() {
         app.wait_turn(&tok, &sid, &tid).await["output"],
         "I can list tools."
     );
+
+    // The reported usage is recorded; the call that reported none is unknown, not zero.
+    let rows = model_usage(&app, "default", 2).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = &rows[0];
+    assert_eq!(row["provider"], "openai");
+    assert_eq!(row["model"], "stand-in-model");
+    assert_eq!(row["model_calls"], 2);
+    assert_eq!(row["unmetered_calls"], 1);
+    assert_eq!(row["input_tokens"], 1200);
+    assert_eq!(row["output_tokens"], 34);
+    assert_eq!(row["cached_tokens"], 1024);
 
     let reqs = standin.requests();
     assert_eq!(reqs.len(), 2);

@@ -196,6 +196,36 @@ async fn a_tenants_usage_is_metered_reported_and_rolled_up() {
             "the command's CPU time is recorded: {by_tool}"
         );
 
+        // The command's output is stored: the tenant's stored bytes say so.
+        assert!(by_tool["stored_bytes"].as_u64().unwrap() > 0, "{by_tool}");
+        // /metrics counts per tenant.
+        let metrics = app
+            .client
+            .get(app.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let value = |series: &str| -> f64 {
+            metrics
+                .lines()
+                .find_map(|l| l.strip_prefix(series))
+                .unwrap_or_else(|| panic!("{series} missing:\n{metrics}"))
+                .trim()
+                .parse()
+                .unwrap()
+        };
+        assert!(value("demiurge_usage_model_calls_total{tenant=\"acme\"}") >= 4.0);
+        assert!(value("demiurge_usage_tokens_total{tenant=\"acme\",kind=\"input\"}") > 0.0);
+        assert_eq!(
+            value("demiurge_usage_tool_calls_total{tenant=\"acme\"}"),
+            1.0
+        );
+        assert!(value("demiurge_usage_cpu_seconds_total{tenant=\"acme\"}") > 0.0);
+        assert_eq!(value("demiurge_usage_dropped_total"), 0.0);
+
         // Members and tenant operators are refused; another tenant sees its own.
         for tok in [&alice, &operator] {
             let (st, body) = usage(&app, tok, "").await;

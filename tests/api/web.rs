@@ -135,6 +135,9 @@ async fn a_page_the_operator_allows_is_extracted_through_an_approved_turn() {
         assert_eq!(data["url_policy"]["allowed"], true);
         assert!(!data.to_string().contains("page-secret-123"), "{data}");
         assert_eq!(hits.load(Ordering::SeqCst), 1);
+        // The page's bytes are the call's usage.
+        let used = tool_usage(&app, "default", "web_extract").await;
+        assert!(used["outbound_bytes"].as_u64().unwrap() > 100, "{used}");
 
         // The model was handed the page.
         let (_, turn) = app

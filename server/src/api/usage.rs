@@ -73,9 +73,10 @@ pub async fn get_usage(
         bucket: q.bucket.as_deref(),
         group: q.group.as_deref(),
     };
-    let report = report::tenant_report(&app.store, &app.prices, &scope, &params)
+    let mut report = report::tenant_report(&app.store, &app.prices, &scope, &params)
         .await
         .map_err(Error::from)?;
+    report.stored_bytes = Some(app.walls.quota.used(scope.tenant().as_str()));
     Ok(if csv {
         (
             [(header::CONTENT_TYPE, "text/csv; charset=utf-8")],

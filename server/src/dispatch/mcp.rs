@@ -427,6 +427,7 @@ impl Dispatcher {
                 )
             }
         };
+        let before = conn.received_bytes();
         let call = conn.call(&target.tool, arguments, target.timeout);
         let result = tokio::select! {
             r = call => r,
@@ -434,6 +435,10 @@ impl Dispatcher {
                 return ToolOutcome::error(ToolStatus::Cancelled, "the turn was cancelled");
             }
         };
+        // What the server sent while the call ran is the call's usage.
+        if let (Some(before), Some(after)) = (before, conn.received_bytes()) {
+            crate::usage::Tally::add_outbound_bytes(after.saturating_sub(before));
+        }
         match result {
             Err(why) if why.contains("timed out") => ToolOutcome::error(ToolStatus::TimedOut, why),
             Err(why) => {

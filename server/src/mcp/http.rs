@@ -64,6 +64,8 @@ type HttpResult<T> = Result<T, StreamableHttpError<PinnedHttpError>>;
 pub struct PinnedHttp {
     client: reqwest::Client,
     headers: Arc<HeaderMap>,
+    /// Body bytes received from the server (usage: outbound bytes).
+    received: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl PinnedHttp {
@@ -93,7 +95,13 @@ impl PinnedHttp {
         Ok(Self {
             client,
             headers: Arc::new(map),
+            received: Arc::default(),
         })
+    }
+
+    /// The count of body bytes received over this client, shared.
+    pub fn received(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.received.clone()
     }
 
     fn request(
@@ -134,11 +142,16 @@ fn is_type(ct: Option<&str>, mime: &str) -> bool {
 }
 
 /// Read at most `max` bytes of the body.
-async fn read_bounded(response: reqwest::Response, max: usize) -> HttpResult<Vec<u8>> {
+async fn read_bounded(
+    response: reqwest::Response,
+    max: usize,
+    received: &std::sync::atomic::AtomicU64,
+) -> HttpResult<Vec<u8>> {
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| StreamableHttpError::Client(e.into()))?;
+        received.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed);
         if body.len() + chunk.len() > max {
             return Err(StreamableHttpError::Client(PinnedHttpError::TooLarge(max)));
         }
@@ -148,10 +161,14 @@ async fn read_bounded(response: reqwest::Response, max: usize) -> HttpResult<Vec
 }
 
 /// The answer's SSE events, the whole stream bounded by [`MAX_SSE_STREAM`].
-fn sse(response: reqwest::Response) -> BoxStream<'static, Result<Sse, SseError>> {
+fn sse(
+    response: reqwest::Response,
+    received: Arc<std::sync::atomic::AtomicU64>,
+) -> BoxStream<'static, Result<Sse, SseError>> {
     let mut seen = 0usize;
     let bytes = response.bytes_stream().map(move |chunk| {
         let chunk = chunk.map_err(PinnedHttpError::from)?;
+        received.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed);
         seen += chunk.len();
         if seen > MAX_SSE_STREAM {
             return Err(PinnedHttpError::TooLarge(MAX_SSE_STREAM));
@@ -212,7 +229,7 @@ impl StreamableHttpClient for PinnedHttp {
         let ct = content_type(&response);
         let session = session_header(&response);
         if !status.is_success() {
-            let body = read_bounded(response, MAX_JSON_BODY)
+            let body = read_bounded(response, MAX_JSON_BODY, &self.received)
                 .await
                 .unwrap_or_default();
             if is_type(ct.as_deref(), JSON_MIME_TYPE) {
@@ -231,10 +248,13 @@ impl StreamableHttpClient for PinnedHttp {
             )));
         }
         if is_type(ct.as_deref(), EVENT_STREAM_MIME_TYPE) {
-            return Ok(StreamableHttpPostResponse::Sse(sse(response), session));
+            return Ok(StreamableHttpPostResponse::Sse(
+                sse(response, self.received.clone()),
+                session,
+            ));
         }
         if is_type(ct.as_deref(), JSON_MIME_TYPE) {
-            let body = read_bounded(response, MAX_JSON_BODY).await?;
+            let body = read_bounded(response, MAX_JSON_BODY, &self.received).await?;
             return match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
                 Ok(msg) => Ok(StreamableHttpPostResponse::Json(msg, session)),
                 Err(_) if awaits_nothing => Ok(StreamableHttpPostResponse::Accepted),
@@ -315,7 +335,7 @@ impl StreamableHttpClient for PinnedHttp {
         if !is_type(ct.as_deref(), EVENT_STREAM_MIME_TYPE) {
             return Err(StreamableHttpError::UnexpectedContentType(ct));
         }
-        Ok(sse(response))
+        Ok(sse(response, self.received.clone()))
     }
 }
 

@@ -142,6 +142,8 @@ pub struct Connection {
     /// The last call or turn that used it.
     last_used: Mutex<Instant>,
     stderr: Arc<Mutex<String>>,
+    /// Body bytes received from an HTTP server; `None` over stdio.
+    received: Option<Arc<AtomicU64>>,
     redactor: SecretRedactor,
     log: PathBuf,
     pgid: Option<i32>,
@@ -275,6 +277,13 @@ impl Connection {
             }
             Ok(Ok(result)) => Ok(result),
         }
+    }
+
+    /// Body bytes received from the server so far (HTTP only). A call's
+    /// share is the growth while it ran; calls running at once on one
+    /// connection share it.
+    pub fn received_bytes(&self) -> Option<u64> {
+        self.received.as_ref().map(|r| r.load(Ordering::Relaxed))
     }
 
     /// Whether the server's side is gone (crashed, closed its pipes).
@@ -606,6 +615,7 @@ async fn start(launch: Launch) -> Result<Connection, String> {
     let stderr = Arc::new(Mutex::new(String::new()));
     let notices = Notices::default();
     let stale = notices.stale.clone();
+    let mut received = None;
     let (discover, pgid, reader) = match launch.endpoint {
         Endpoint::Stdio(stdio) => {
             let (pgid, pipes, reader) =
@@ -621,6 +631,7 @@ async fn start(launch: Launch) -> Result<Connection, String> {
             (discover, pgid, Some(reader))
         }
         Endpoint::Http(http) => {
+            received = Some(http.client.received());
             let config = StreamableHttpClientTransportConfig::with_uri(http.url.clone());
             let transport = StreamableHttpClientTransport::with_client(http.client, config);
             let discover = async move {
@@ -688,6 +699,7 @@ async fn start(launch: Launch) -> Result<Connection, String> {
             broken: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             stderr,
+            received,
             redactor,
             log: launch.log,
             pgid,

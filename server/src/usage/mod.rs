@@ -9,6 +9,7 @@
 //! both by their retention; the store's roll-up claims each row once, so
 //! every instance may run it.
 
+pub mod counters;
 pub mod report;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,16 +42,19 @@ enum Msg {
 pub struct Meter {
     tx: mpsc::Sender<Msg>,
     dropped: Arc<AtomicU64>,
+    counters: Arc<counters::TenantCounters>,
 }
 
 impl Meter {
     /// Start the writer on the current runtime.
     pub fn start(store: Store) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(write(store, rx));
+        let counters = Arc::new(counters::TenantCounters::default());
+        tokio::spawn(write(store, rx, counters.clone()));
         Self {
             tx,
             dropped: Arc::default(),
+            counters,
         }
     }
 
@@ -75,6 +79,25 @@ impl Meter {
         }
     }
 
+    /// Per-tenant counters of what this instance stored (`/metrics`).
+    pub fn counters(&self) -> &counters::TenantCounters {
+        &self.counters
+    }
+
+    /// The per-tenant counters and the dropped rows, for `/metrics`.
+    pub fn render_metrics(&self) -> String {
+        let mut s = self.counters.render();
+        s.push_str(
+            "# HELP demiurge_usage_dropped_total Usage rows not recorded because the meter's queue was full.\n\
+             # TYPE demiurge_usage_dropped_total counter\n",
+        );
+        s.push_str(&format!(
+            "demiurge_usage_dropped_total {}\n",
+            self.dropped()
+        ));
+        s
+    }
+
     /// Usage rows dropped because the queue was full.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
@@ -90,7 +113,7 @@ impl Meter {
     }
 }
 
-async fn write(store: Store, mut rx: mpsc::Receiver<Msg>) {
+async fn write(store: Store, mut rx: mpsc::Receiver<Msg>, counters: Arc<counters::TenantCounters>) {
     let mut batch = Vec::with_capacity(BATCH);
     let mut tools = Vec::with_capacity(BATCH);
     let mut waiting = Vec::new();
@@ -108,11 +131,15 @@ async fn write(store: Store, mut rx: mpsc::Receiver<Msg>) {
                 None
             };
         }
-        if let Err(e) = store.insert_model_calls(&batch).await {
-            tracing::error!(error = %e, rows = batch.len(), "usage rows not written");
+        match store.insert_model_calls(&batch).await {
+            Ok(()) => counters.model_calls(&batch),
+            Err(e) => tracing::error!(error = %e, rows = batch.len(), "usage rows not written"),
         }
-        if let Err(e) = store.insert_tool_usage(&tools).await {
-            tracing::error!(error = %e, rows = tools.len(), "tool usage rows not written");
+        match store.insert_tool_usage(&tools).await {
+            Ok(()) => counters.tools(&tools),
+            Err(e) => {
+                tracing::error!(error = %e, rows = tools.len(), "tool usage rows not written")
+            }
         }
         batch.clear();
         tools.clear();

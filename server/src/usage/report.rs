@@ -299,6 +299,11 @@ pub struct Report {
     pub currency: String,
     /// Oldest bucket first; buckets with no use are left out.
     pub rows: Vec<ReportRow>,
+    /// Bytes the tenant's command output takes now (artifacts and task
+    /// logs: what `--tenant-storage-max-bytes` limits), as this instance
+    /// counts it. Only in a tenant's own report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored_bytes: Option<u64>,
 }
 
 /// Shape store rows into a report: models merged unless grouped by, cost
@@ -364,6 +369,7 @@ pub fn build(range: &Range, rows: Vec<UsageRow>, prices: &Prices) -> Report {
         group: range.group.iter().map(|k| k.as_str().to_owned()).collect(),
         currency: prices.currency.clone(),
         rows,
+        stored_bytes: None,
     }
 }
 
