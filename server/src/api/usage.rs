@@ -18,18 +18,21 @@ use crate::usage::report::{self, Report, ReportParams};
 #[into_params(parameter_in = Query)]
 pub struct UsageQuery {
     /// The first instant (RFC 3339), rounded down to its bucket. Default:
-    /// a day before `to` by hour, 30 days by day.
-    #[param(max_length = 40)]
+    /// a day before `to` by hour, 30 days by day. A span longer than the
+    /// bucket's maximum keeps its newest part (the report's `from` says).
+    #[param(value_type = Option<String>, format = DateTime)]
     pub from: Option<String>,
     /// The end (RFC 3339, exclusive), rounded up to its bucket. Default: now.
-    #[param(max_length = 40)]
+    #[param(value_type = Option<String>, format = DateTime)]
     pub to: Option<String>,
     /// `hour` (spans up to 31 days) or `day` (default; up to 400 days, UTC).
     #[param(pattern = "^(|hour|day)$")]
     pub bucket: Option<String>,
     /// Comma-separated: `principal`, `core`, `channel`, `provider`, `model`,
     /// `tool`, `status` (empty: one row per bucket).
-    #[param(max_length = 100)]
+    #[param(
+        pattern = "^(|(principal|core|channel|provider|model|tool|status)(,(principal|core|channel|provider|model|tool|status))*)$"
+    )]
     pub group: Option<String>,
     /// `json` (default) or `csv`; `Accept: text/csv` asks for CSV too.
     #[param(pattern = "^(|json|csv)$")]

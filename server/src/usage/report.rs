@@ -15,7 +15,7 @@ use crate::store::{Store, UsageKey, UsageQuery, UsageRow, UsageSums};
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 24 * HOUR_MS;
 /// Hour buckets over at most this many days; day buckets over at most the
-/// roll-ups' default retention.
+/// roll-ups' default retention. A longer span keeps its newest part.
 const MAX_HOUR_SPAN_DAYS: i64 = 31;
 const MAX_DAY_SPAN_DAYS: i64 = 400;
 /// Rows one report may hold; a wider report asks for a narrower range.
@@ -161,16 +161,15 @@ fn parse_time(name: &str, s: &str) -> Result<i64, String> {
     let t = chrono::DateTime::parse_from_rfc3339(s.trim()).map_err(|_| {
         format!("`{name}` {shown:?} is not an RFC 3339 time like 2026-12-01T00:00:00Z")
     })?;
-    let ms = t.timestamp_millis();
-    if ms < 0 {
-        return Err(format!("`{name}` {shown:?} is before 1970"));
-    }
-    Ok(ms)
+    // Nothing was recorded before 1970.
+    Ok(t.timestamp_millis().max(0))
 }
 
 impl ReportParams<'_> {
     /// Check the request against `now` (ms). `from` is rounded down and `to`
-    /// up to whole buckets (UTC), since roll-ups keep whole hours.
+    /// up to whole buckets (UTC), since roll-ups keep whole hours; a span
+    /// past the bucket's maximum keeps its newest part, and `from` ≥ `to`
+    /// is an empty range.
     pub fn check(&self, now: i64) -> Result<Range, String> {
         let bucket = match self.bucket.map(str::trim) {
             None | Some("") | Some("day") => Bucket::Day,
@@ -186,11 +185,11 @@ impl ReportParams<'_> {
             Bucket::Hour => MAX_HOUR_SPAN_DAYS,
             Bucket::Day => MAX_DAY_SPAN_DAYS,
         };
-        let to = match self.to.filter(|s| !s.trim().is_empty()) {
+        let to = match self.to {
             Some(s) => parse_time("to", s)?,
             None => now,
         };
-        let from = match self.from.filter(|s| !s.trim().is_empty()) {
+        let from = match self.from {
             Some(s) => parse_time("from", s)?,
             // A day of hours, or a month of days.
             None => to.saturating_sub(match bucket {
@@ -198,21 +197,15 @@ impl ReportParams<'_> {
                 Bucket::Day => 30 * DAY_MS,
             }),
         };
-        if from >= to {
-            return Err("`from` must be before `to`".into());
-        }
         let ms = bucket.ms();
-        let from = from.div_euclid(ms) * ms;
+        // Whole buckets; an empty range (from ≥ to) reads nothing.
         let to = to
             .div_euclid(ms)
             .saturating_add(i64::from(to.rem_euclid(ms) != 0))
-            * ms;
-        if to - from > max_days * DAY_MS {
-            return Err(format!(
-                "a report by {} spans at most {max_days} days; narrow `from`..`to`",
-                bucket.as_str()
-            ));
-        }
+            .saturating_mul(ms);
+        let from = (from.div_euclid(ms) * ms).min(to);
+        // A longer span keeps its last `max_days` (the report says which).
+        let from = from.max(to.saturating_sub(max_days * DAY_MS));
         let mut group = Vec::new();
         for name in self
             .group
