@@ -43,6 +43,8 @@ pub struct App {
     pub meter: crate::usage::Meter,
     /// The operator's price list per model (`--model-prices`).
     pub prices: Arc<crate::usage::report::Prices>,
+    /// Budgets per tenant and principal, checked before each model step.
+    pub budgets: crate::usage::guard::BudgetGuard,
     /// Reading the tenants' cores (changes go through `core_changes`).
     pub cores: CoreRepository,
     /// Chat channel accounts, webhooks and the outbox.

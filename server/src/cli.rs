@@ -93,6 +93,11 @@ pub enum Command {
         #[command(subcommand)]
         command: UsageCommand,
     },
+    /// A tenant's budget ceiling, and its budgets and spend (the server operator).
+    Budget {
+        #[command(subcommand)]
+        command: BudgetCommand,
+    },
     /// Print the OpenAPI document.
     Openapi,
     /// Apply database migrations and exit.
@@ -129,6 +134,47 @@ pub enum TokenCommand {
         /// Revoke every token of this principal issued until now.
         #[arg(long, requires = "tenant")]
         principal: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BudgetCommand {
+    /// Set the most a tenant's admins may budget (and what is enforced when
+    /// they set less or nothing); without a limit, the ceiling is removed.
+    Ceiling {
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        /// Model tokens (input and output) per UTC day.
+        #[arg(long)]
+        tokens_per_day: Option<u64>,
+        /// Model tokens per UTC month.
+        #[arg(long)]
+        tokens_per_month: Option<u64>,
+        /// Cost per UTC day, in the price list's currency.
+        #[arg(long)]
+        cost_per_day: Option<f64>,
+        /// Cost per UTC month.
+        #[arg(long)]
+        cost_per_month: Option<f64>,
+        /// CPU seconds of commands per UTC day.
+        #[arg(long)]
+        cpu_seconds_per_day: Option<u64>,
+        /// Tool calls per UTC day.
+        #[arg(long)]
+        tool_calls_per_day: Option<u64>,
+        /// A price list in the format of `serve`'s, for the cost limits.
+        #[arg(long, env = "DEMIURGE_MODEL_PRICES")]
+        model_prices: Option<PathBuf>,
+    },
+    /// Print a tenant's ceiling, budgets and spend as JSON.
+    Show {
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        /// A price list in the format of `serve`'s, for the spend's cost.
+        #[arg(long, env = "DEMIURGE_MODEL_PRICES")]
+        model_prices: Option<PathBuf>,
     },
 }
 

@@ -76,6 +76,8 @@ fn every_other_command_is_listed_with_its_arguments() {
             "check url",
             "usage report",
             "usage rollup",
+            "budget ceiling",
+            "budget show",
             "openapi",
             "migrate"
         ]

@@ -6,7 +6,8 @@ use std::time::Duration;
 use clap::Parser;
 use demiurge::auth::{load_or_create_signing_key, Role, TokenService};
 use demiurge::cli::{
-    CheckCommand, Cli, Command, CommonArgs, PrincipalCommand, RoleArg, TokenCommand, UsageCommand,
+    BudgetCommand, CheckCommand, Cli, Command, CommonArgs, PrincipalCommand, RoleArg, TokenCommand,
+    UsageCommand,
 };
 use demiurge::config::{AuthConfig, Config, DatabaseConfig};
 use demiurge::ids::{PrincipalId, TenantId};
@@ -58,6 +59,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Principal { command } => toggle_principal(&cli.common, command).await,
         Command::Check { command } => check(command).await,
         Command::Usage { command } => usage(&cli.common, command).await,
+        Command::Budget { command } => budget(&cli.common, command).await,
         Command::Openapi => {
             println!("{}", demiurge::api::openapi_document());
             Ok(())
@@ -67,6 +69,86 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             demiurge::bootstrap::private_home(&cli.common.home)?;
             Store::open(&db).await?.close().await;
             println!("migrations applied");
+            Ok(())
+        }
+    }
+}
+
+async fn budget(common: &CommonArgs, command: BudgetCommand) -> anyhow::Result<()> {
+    use demiurge::usage::budget::Limits;
+    use demiurge::usage::guard::BudgetGuard;
+    let db = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
+    let load = |p: &Option<std::path::PathBuf>| -> anyhow::Result<demiurge::usage::report::Prices> {
+        Ok(match p {
+            Some(p) => demiurge::usage::report::Prices::load(p)
+                .map_err(|e| anyhow::anyhow!("--model-prices {e}"))?,
+            None => Default::default(),
+        })
+    };
+    match command {
+        BudgetCommand::Ceiling {
+            tenant,
+            tokens_per_day,
+            tokens_per_month,
+            cost_per_day,
+            cost_per_month,
+            cpu_seconds_per_day,
+            tool_calls_per_day,
+            model_prices,
+        } => {
+            let tenant = TenantId::parse(&tenant)?;
+            let limits = Limits {
+                tokens_per_day,
+                tokens_per_month,
+                cost_per_day,
+                cost_per_month,
+                cpu_seconds_per_day,
+                tool_calls_per_day,
+            };
+            let store = Store::open(&db).await?;
+            let guard = BudgetGuard::new(store.clone(), std::sync::Arc::new(load(&model_prices)?));
+            let done = guard.set_ceiling(tenant.as_str(), limits).await;
+            store.close().await;
+            done.map_err(|e| anyhow::anyhow!(e))?;
+            if limits == Limits::default() {
+                println!("ceiling of tenant {tenant} removed");
+            } else {
+                println!(
+                    "ceiling of tenant {tenant} set: {}",
+                    serde_json::to_string(&limits)?
+                );
+            }
+            Ok(())
+        }
+        BudgetCommand::Show {
+            tenant,
+            model_prices,
+        } => {
+            let tenant = TenantId::parse(&tenant)?;
+            let store = Store::open(&db).await?;
+            let guard = BudgetGuard::new(store.clone(), std::sync::Arc::new(load(&model_prices)?));
+            let status = guard.status(tenant.as_str()).await;
+            store.close().await;
+            let s = status?;
+            let spend = |s: &demiurge::usage::budget::Spend| {
+                serde_json::json!({
+                    "tokens_today": s.tokens_day, "tokens_this_month": s.tokens_month,
+                    "cost_today": s.cost_day, "cost_this_month": s.cost_month,
+                    "cpu_seconds_today": s.cpu_ms_day as f64 / 1000.0,
+                    "tool_calls_today": s.tool_calls_day,
+                })
+            };
+            let out = serde_json::json!({
+                "tenant": tenant.as_str(),
+                "ceiling": s.ceiling,
+                "budget": s.budget,
+                "effective": s.effective,
+                "spent": spend(&s.spent),
+                "principals": s.principals.iter().map(|(p, l, sp)| serde_json::json!({
+                    "principal": p, "limits": l, "spent": spend(sp),
+                })).collect::<Vec<_>>(),
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
             Ok(())
         }
     }

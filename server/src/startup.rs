@@ -170,11 +170,15 @@ impl Application {
             core_changes: core_changes.clone(),
             runners: runners.clone(),
         };
-        let prices = match &config.usage.prices_file {
+        let prices = Arc::new(match &config.usage.prices_file {
             Some(path) => crate::usage::report::Prices::load(path)
                 .map_err(|e| anyhow::anyhow!("--model-prices {e}"))?,
             None => Default::default(),
-        };
+        });
+        // Budgets are checked before each model step and see what the
+        // meter stores at once.
+        let budgets = crate::usage::guard::BudgetGuard::new(store.clone(), prices.clone());
+        meter.watch(budgets.clone());
         let dispatcher = Dispatcher::new(
             approvals.clone(),
             events.clone(),
@@ -194,6 +198,7 @@ impl Application {
                 walls: walls.clone(),
                 runners,
                 meter: meter.clone(),
+                budgets: budgets.clone(),
                 cores: cores.clone(),
                 home: config.home.clone(),
                 max_steps: config.max_model_steps,
@@ -281,7 +286,8 @@ impl Application {
             core_changes,
             walls,
             meter,
-            prices: Arc::new(prices),
+            prices,
+            budgets,
             cores,
             shutdown,
         });

@@ -7,6 +7,7 @@ mod apidoc;
 mod auth;
 mod authored;
 mod authority;
+mod budgets;
 mod channels;
 mod cores;
 mod delegation;

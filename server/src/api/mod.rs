@@ -2,6 +2,7 @@
 //! [`router`] assembles every route; [`ApiDoc`] lists them for OpenAPI.
 
 pub mod approvals;
+pub mod budgets;
 pub mod channels;
 pub mod console;
 pub mod cores;
@@ -71,6 +72,10 @@ pub fn router(app: SharedApp) -> Router {
         .route("/v1/search", get(search::search))
         .route("/v1/audit", get(search::list_audit))
         .route("/v1/usage", get(usage::get_usage))
+        .route(
+            "/v1/budgets",
+            get(budgets::get_budgets).put(budgets::put_budget),
+        )
         .route("/v1/schedules", get(schedules::list_schedules))
         .route(
             "/v1/schedules/{id}",

@@ -181,6 +181,12 @@ pub fn for_event(
             };
             text_items(&format!("{mark} {} — {}", t.tool, t.status), state)
         }
+        // A spent budget says which limit and how to lift it; other
+        // failures' details are the operators' (the console shows them).
+        EventPayload::TurnFailed(f) if f.reason == "budget_exceeded" => text_items(
+            &format!("The turn stopped: {}.", short(&f.error, 300)),
+            state,
+        ),
         EventPayload::TurnFailed(f) => text_items(
             &format!("The turn failed ({}).", short(&f.reason, 80)),
             state,

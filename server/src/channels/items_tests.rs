@@ -192,7 +192,26 @@ fn questions_tool_cards_and_failures_are_short_texts() {
         ),
         "✗ terminal — denied"
     );
-    assert!(one("turn.failed", json!({"reason": "provider"}), &mut st).contains("provider"));
+    let failed = one(
+        "turn.failed",
+        json!({"reason": "provider", "error": "upstream said: key sk-123 invalid"}),
+        &mut st,
+    );
+    assert!(
+        failed.contains("provider") && !failed.contains("sk-123"),
+        "{failed}"
+    );
+    // A spent budget says which limit, so the user knows whom to ask.
+    let spent = one(
+        "turn.failed",
+        json!({"reason": "budget_exceeded",
+               "error": "budget exceeded: the tenant's tokens_per_day is spent (12 of 10); a tenant admin can raise it"}),
+        &mut st,
+    );
+    assert!(
+        spent.contains("tokens_per_day") && spent.contains("tenant admin"),
+        "{spent}"
+    );
 }
 
 #[test]

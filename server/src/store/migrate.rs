@@ -157,6 +157,12 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0071_usage_rollup.sql"),
         postgres: include_str!("../../../migrations/postgres/0071_usage_rollup.sql"),
     },
+    Embedded {
+        version: 72,
+        name: "budgets",
+        sqlite: include_str!("../../../migrations/sqlite/0072_budgets.sql"),
+        postgres: include_str!("../../../migrations/postgres/0072_budgets.sql"),
+    },
 ];
 
 /// The embedded migrations of one backend, as sqlx sees them.

@@ -14,6 +14,7 @@ mod lineage;
 mod slots;
 pub use lineage::{Delegation, Lineage, HARD_MAX_DEPTH};
 pub use slots::SessionSlots;
+mod budgets;
 mod messages;
 mod migrate;
 mod module_state;
@@ -38,6 +39,7 @@ use tokio::sync::{Mutex, MutexGuard};
 
 pub use crate::wire::TurnStatus;
 pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification, SessionGrant};
+pub use budgets::{BudgetKind, BudgetRow};
 pub use channels::{
     CardRow, ChannelAccountRow, ConversationKey, ConversationRow, NewOutbox, OutboxRow, PairingRow,
 };

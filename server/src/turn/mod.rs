@@ -96,6 +96,7 @@ struct Inner {
     walls: Arc<crate::walls::Walls>,
     runners: Arc<crate::authored::Runners>,
     meter: crate::usage::Meter,
+    budgets: crate::usage::guard::BudgetGuard,
     cores: CoreRepository,
     home: std::path::PathBuf,
     /// Canonical workspace folder per session, so turns skip the syscalls.
@@ -118,6 +119,8 @@ pub struct TurnDeps {
     pub runners: Arc<crate::authored::Runners>,
     /// Where each model call's usage is recorded.
     pub meter: crate::usage::Meter,
+    /// Asked before each model step.
+    pub budgets: crate::usage::guard::BudgetGuard,
     pub cores: CoreRepository,
     pub home: std::path::PathBuf,
     pub max_steps: u32,
@@ -177,6 +180,7 @@ impl TurnService {
                 walls: deps.walls,
                 runners: deps.runners,
                 meter: deps.meter,
+                budgets: deps.budgets,
                 cores: deps.cores,
                 home: deps.home,
                 workspaces: Mutex::new(HashMap::new()),
@@ -631,6 +635,17 @@ impl TurnService {
         let max_steps = inner.max_steps.min(core.max_model_steps);
         let options = Some(&core.model.options);
         for step in 0..max_steps as usize {
+            // A spent budget stops the turn before the next model call.
+            if let Err(over) = inner
+                .budgets
+                .check(ctx.scope.tenant().as_str(), ctx.scope.principal().as_str())
+                .await
+            {
+                return Err(TurnEnd::Failed {
+                    reason: "budget_exceeded",
+                    error: over.to_string(),
+                });
+            }
             *steps = step as u32 + 1;
             let started = std::time::Instant::now();
             let reply = tokio::select! {

@@ -9,7 +9,9 @@
 //! both by their retention; the store's roll-up claims each row once, so
 //! every instance may run it.
 
+pub mod budget;
 pub mod counters;
+pub mod guard;
 pub mod report;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +29,8 @@ use crate::store::{NewModelCall, NewToolUsage, Store};
 const QUEUE: usize = 65_536;
 /// Rows written per batch at most.
 const BATCH: usize = 512;
+/// How long the writer gathers rows before writing them.
+const LINGER: Duration = Duration::from_millis(50);
 
 // Nearly every message is a call; boxing it would allocate per call for a
 // rare flush.
@@ -43,6 +47,8 @@ pub struct Meter {
     tx: mpsc::Sender<Msg>,
     dropped: Arc<AtomicU64>,
     counters: Arc<counters::TenantCounters>,
+    /// Told what is stored, so budgets see this instance's spend at once.
+    guard: Arc<std::sync::OnceLock<guard::BudgetGuard>>,
 }
 
 impl Meter {
@@ -50,11 +56,13 @@ impl Meter {
     pub fn start(store: Store) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
         let counters = Arc::new(counters::TenantCounters::default());
-        tokio::spawn(write(store, rx, counters.clone()));
+        let guard: Arc<std::sync::OnceLock<guard::BudgetGuard>> = Arc::default();
+        tokio::spawn(write(store, rx, counters.clone(), guard.clone()));
         Self {
             tx,
             dropped: Arc::default(),
             counters,
+            guard,
         }
     }
 
@@ -77,6 +85,11 @@ impl Meter {
                 tracing::warn!(dropped = n, "usage meter queue full: usage not recorded");
             }
         }
+    }
+
+    /// Tell `guard` what is stored from now on.
+    pub fn watch(&self, guard: guard::BudgetGuard) {
+        let _ = self.guard.set(guard);
     }
 
     /// Per-tenant counters of what this instance stored (`/metrics`).
@@ -113,11 +126,19 @@ impl Meter {
     }
 }
 
-async fn write(store: Store, mut rx: mpsc::Receiver<Msg>, counters: Arc<counters::TenantCounters>) {
+async fn write(
+    store: Store,
+    mut rx: mpsc::Receiver<Msg>,
+    counters: Arc<counters::TenantCounters>,
+    guard: Arc<std::sync::OnceLock<guard::BudgetGuard>>,
+) {
     let mut batch = Vec::with_capacity(BATCH);
     let mut tools = Vec::with_capacity(BATCH);
     let mut waiting = Vec::new();
     while let Some(first) = rx.recv().await {
+        // Gather for a moment: one transaction for many rows keeps the
+        // meter's writes from competing with the turns' on a busy server.
+        let until = tokio::time::Instant::now() + LINGER;
         let mut next = Some(first);
         while let Some(msg) = next {
             match msg {
@@ -125,21 +146,37 @@ async fn write(store: Store, mut rx: mpsc::Receiver<Msg>, counters: Arc<counters
                 Msg::Tool(t) => tools.push(t),
                 Msg::Flush(done) => waiting.push(done),
             }
-            next = if batch.len() + tools.len() < BATCH {
-                rx.try_recv().ok()
+            next = if batch.len() + tools.len() >= BATCH {
+                None
+            } else if let Ok(m) = rx.try_recv() {
+                Some(m)
+            } else if waiting.is_empty() {
+                tokio::time::timeout_at(until, rx.recv())
+                    .await
+                    .ok()
+                    .flatten()
             } else {
+                // Someone waits for a flush: write what is here now.
                 None
             };
         }
-        match store.insert_model_calls(&batch).await {
+        let calls_stored = store.insert_model_calls(&batch).await;
+        match &calls_stored {
             Ok(()) => counters.model_calls(&batch),
             Err(e) => tracing::error!(error = %e, rows = batch.len(), "usage rows not written"),
         }
-        match store.insert_tool_usage(&tools).await {
+        let tools_stored = store.insert_tool_usage(&tools).await;
+        match &tools_stored {
             Ok(()) => counters.tools(&tools),
             Err(e) => {
                 tracing::error!(error = %e, rows = tools.len(), "tool usage rows not written")
             }
+        }
+        if let Some(g) = guard.get() {
+            g.recorded(
+                if calls_stored.is_ok() { &batch } else { &[] },
+                if tools_stored.is_ok() { &tools } else { &[] },
+            );
         }
         batch.clear();
         tools.clear();

@@ -99,6 +99,11 @@ impl Prices {
             .or_else(|| self.models.get(model))
     }
 
+    /// The cost of `s`'s tokens of `provider`'s `model`; 0 when unpriced.
+    pub fn cost_of(&self, provider: &str, model: &str, s: &UsageSums) -> f64 {
+        self.of(provider, model).map_or(0.0, |p| Prices::cost(p, s))
+    }
+
     /// The cost of `s`'s tokens at `price`. Cached tokens are part of the
     /// input tokens (as the providers count them).
     fn cost(price: &Price, s: &UsageSums) -> f64 {

@@ -305,7 +305,8 @@ pub struct SlotFailed {
 #[schema(as = events::TurnFailed)]
 pub struct TurnFailed {
     /// Stable: `internal`, `core_load`, `workspace`, `provider`,
-    /// `provider_unavailable`, `max_model_steps`, `slot_failed` or `lost`.
+    /// `provider_unavailable`, `max_model_steps`, `slot_failed`,
+    /// `budget_exceeded` or `lost`.
     pub reason: String,
     /// Human explanation.
     pub error: String,
