@@ -163,6 +163,12 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0072_budgets.sql"),
         postgres: include_str!("../../../migrations/postgres/0072_budgets.sql"),
     },
+    Embedded {
+        version: 73,
+        name: "usage_lean",
+        sqlite: include_str!("../../../migrations/sqlite/0073_usage_lean.sql"),
+        postgres: include_str!("../../../migrations/postgres/0073_usage_lean.sql"),
+    },
 ];
 
 /// The embedded migrations of one backend, as sqlx sees them.

@@ -53,7 +53,9 @@ impl Store {
                  latency_ms, at) VALUES {}",
                 values_clause(chunk.len(), 12)
             );
-            let mut q = sqlx::query(AssertSqlSafe(sql));
+            // One shape per batch size: not kept in the connection's statement
+            // cache, where it would push out the turns' hot statements.
+            let mut q = sqlx::query(AssertSqlSafe(sql)).persistent(false);
             for c in chunk {
                 let (input, output, cached) = match c.tokens {
                     Some((i, o, k)) => (Some(signed(i)), Some(signed(o)), Some(signed(k))),
@@ -297,7 +299,9 @@ impl Store {
                  channel, tool, status, calls, cpu_ms, outbound_bytes, latency_ms, at) VALUES {}",
                 values_clause(chunk.len(), 12)
             );
-            let mut q = sqlx::query(AssertSqlSafe(sql));
+            // One shape per batch size: not kept in the connection's statement
+            // cache, where it would push out the turns' hot statements.
+            let mut q = sqlx::query(AssertSqlSafe(sql)).persistent(false);
             for r in chunk {
                 q = q
                     .bind(&r.tenant_id)
@@ -449,7 +453,9 @@ impl Store {
                  outbound_bytes = usage_hourly.outbound_bytes + excluded.outbound_bytes",
                 values_clause(chunk.len(), 18)
             );
-            let mut q = sqlx::query(AssertSqlSafe(sql));
+            // One shape per batch size: not kept in the connection's statement
+            // cache, where it would push out the turns' hot statements.
+            let mut q = sqlx::query(AssertSqlSafe(sql)).persistent(false);
             for (k, s) in chunk {
                 // One latency column: a model row's model latency, a tool
                 // row's tool latency (the `tool` column tells them apart).
