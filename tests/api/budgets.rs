@@ -105,6 +105,26 @@ async fn a_spent_budget_stops_the_next_turn_and_only_that_tenant() {
         assert_eq!(b["lines"][0]["name"], "tokens_per_day");
         assert_eq!(b["lines"][0]["remaining"], 0.0);
 
+        // /metrics says so.
+        let metrics = app
+            .client
+            .get(app.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            metrics.contains("demiurge_budget_warning_level{tenant=\"acme\"} 100"),
+            "{metrics}"
+        );
+        assert!(
+            metrics.contains("demiurge_budget_refusals_total{tenant=\"acme\"} 1"),
+            "{metrics}"
+        );
+        assert!(app.log().contains("budget warning"));
+
         // Another tenant keeps working.
         let bsid = app.create_session(&bob).await;
         assert_eq!(

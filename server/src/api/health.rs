@@ -68,7 +68,10 @@ fn sandbox_status(sandbox: &crate::exec::sandbox::Sandbox) -> Value {
 pub async fn metrics(State(app): State<SharedApp>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        app.metrics.render() + &app.channels.metrics().render() + &app.meter.render_metrics(),
+        app.metrics.render()
+            + &app.channels.metrics().render()
+            + &app.meter.render_metrics()
+            + &app.budgets.render_metrics(),
     )
 }
 

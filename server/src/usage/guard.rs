@@ -92,7 +92,14 @@ struct Inner {
     views: RwLock<HashMap<String, Arc<RwLock<View>>>>,
     /// One refresh per tenant at a time.
     refreshing: tokio::sync::Mutex<()>,
+    /// Per tenant with limits: the warning level last seen (0, 80, 100) and
+    /// the model steps refused, for `/metrics`.
+    signals: std::sync::Mutex<std::collections::BTreeMap<String, (u8, u64)>>,
 }
+
+/// Tenants with a `/metrics` label of their own, per instance; the rest
+/// share `(other)`.
+const MAX_METRIC_TENANTS: usize = 1_000;
 
 fn admin(scope: &crate::auth::PrincipalScope) -> Result<(), crate::error::Error> {
     if scope.role() != crate::auth::Role::Admin {
@@ -148,6 +155,7 @@ impl BudgetGuard {
                 prices,
                 views: Default::default(),
                 refreshing: Default::default(),
+                signals: Default::default(),
             }),
         }
     }
@@ -187,23 +195,100 @@ impl BudgetGuard {
                 tracing::warn!(error = %e, tenant, "budget view not refreshed");
             }
         }
-        let v = slot.read().unwrap_or_else(|p| p.into_inner());
-        if let Some(line) = budget::exceeded(&v.tenant, &v.spent) {
-            return Err(Exceeded {
-                principal: None,
-                line,
-            });
-        }
-        if let Some(limits) = v.principals.get(principal) {
-            let spent = v.spent_by.get(principal).copied().unwrap_or_default();
-            if let Some(line) = budget::exceeded(limits, &spent) {
-                return Err(Exceeded {
+        let verdict = {
+            let v = slot.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(line) = budget::exceeded(&v.tenant, &v.spent) {
+                Err(Exceeded {
+                    principal: None,
+                    line,
+                })
+            } else if let Some(line) = v.principals.get(principal).and_then(|limits| {
+                let spent = v.spent_by.get(principal).copied().unwrap_or_default();
+                budget::exceeded(limits, &spent)
+            }) {
+                Err(Exceeded {
                     principal: Some(principal.to_owned()),
                     line,
-                });
+                })
+            } else {
+                Ok(())
             }
+        };
+        if verdict.is_err() {
+            self.signal(tenant, |s| s.1 += 1);
         }
-        Ok(())
+        verdict
+    }
+
+    fn signal(&self, tenant: &str, f: impl FnOnce(&mut (u8, u64))) {
+        let mut map = self.inner.signals.lock().unwrap_or_else(|p| p.into_inner());
+        let key = if map.contains_key(tenant) || map.len() < MAX_METRIC_TENANTS {
+            tenant
+        } else {
+            "(other)"
+        };
+        f(map.entry(key.to_owned()).or_default());
+    }
+
+    /// Note a fresh view's warning level; a level that rises is logged.
+    fn note_level(&self, tenant: &str, view: &View) {
+        if !view.any_limit() {
+            return;
+        }
+        let mut level = budget::warning(&view.tenant, &view.spent).unwrap_or(0);
+        for (p, limits) in &view.principals {
+            let spent = view.spent_by.get(p).copied().unwrap_or_default();
+            level = level.max(budget::warning(limits, &spent).unwrap_or(0));
+        }
+        let mut before = 0;
+        self.signal(tenant, |s| {
+            before = s.0;
+            s.0 = level;
+        });
+        if level > before {
+            tracing::warn!(
+                tenant,
+                level,
+                "budget warning: {level} % of a limit is spent"
+            );
+        }
+    }
+
+    /// The budget gauges and counters, for `/metrics`.
+    pub fn render_metrics(&self) -> String {
+        use std::fmt::Write;
+        let map = self
+            .inner
+            .signals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "# HELP demiurge_budget_warning_level The highest share of a budget limit spent, as last read: 0, 80 or 100 (tenants with budgets)."
+        );
+        let _ = writeln!(s, "# TYPE demiurge_budget_warning_level gauge");
+        for (tenant, (level, _)) in &map {
+            let _ = writeln!(
+                s,
+                "demiurge_budget_warning_level{{tenant=\"{}\"}} {level}",
+                tenant.replace('\\', "\\\\").replace('"', "\\\"")
+            );
+        }
+        let _ = writeln!(
+            s,
+            "# HELP demiurge_budget_refusals_total Model steps refused because a budget was spent."
+        );
+        let _ = writeln!(s, "# TYPE demiurge_budget_refusals_total counter");
+        for (tenant, (_, n)) in &map {
+            let _ = writeln!(
+                s,
+                "demiurge_budget_refusals_total{{tenant=\"{}\"}} {n}",
+                tenant.replace('\\', "\\\\").replace('"', "\\\"")
+            );
+        }
+        s
     }
 
     /// Forget a tenant's view (its limits changed here): the next check reads.
@@ -224,6 +309,7 @@ impl BudgetGuard {
             return Ok(());
         }
         let view = self.read_view(tenant).await?;
+        self.note_level(tenant, &view);
         *slot.write().unwrap_or_else(|p| p.into_inner()) = view;
         Ok(())
     }
@@ -318,6 +404,7 @@ impl BudgetGuard {
     /// /v1/budgets`); also refreshes the cached view.
     pub async fn status(&self, tenant: &str) -> Result<Status, sqlx::Error> {
         let (view, budget, ceiling) = self.read(tenant).await?;
+        self.note_level(tenant, &view);
         *self.slot(tenant).write().unwrap_or_else(|p| p.into_inner()) = view.clone();
         let mut principals: Vec<(String, Limits, Spend)> = view
             .principals
