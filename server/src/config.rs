@@ -350,16 +350,6 @@ pub struct UsageConfig {
     pub prices_file: Option<PathBuf>,
 }
 
-impl Default for UsageConfig {
-    fn default() -> Self {
-        Self {
-            raw_retention: Duration::from_secs(7 * 86_400),
-            rollup_retention: Duration::from_secs(400 * 86_400),
-            prices_file: None,
-        }
-    }
-}
-
 impl UsageConfig {
     pub fn from_args(serve: &ServeArgs) -> Result<Self, ConfigError> {
         let raw_retention = parse_duration("--usage-raw-retention", &serve.usage_raw_retention)?;

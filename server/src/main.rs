@@ -78,12 +78,8 @@ async fn budget(common: &CommonArgs, command: BudgetCommand) -> anyhow::Result<(
     use demiurge::usage::budget::Limits;
     use demiurge::usage::guard::BudgetGuard;
     let db = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
-    let load = |p: &Option<std::path::PathBuf>| -> anyhow::Result<demiurge::usage::report::Prices> {
-        Ok(match p {
-            Some(p) => demiurge::usage::report::Prices::load(p)
-                .map_err(|e| anyhow::anyhow!("--model-prices {e}"))?,
-            None => Default::default(),
-        })
+    let load = |p: &Option<std::path::PathBuf>| {
+        demiurge::usage::report::Prices::from_flag(p.as_deref()).map_err(anyhow::Error::msg)
     };
     match command {
         BudgetCommand::Ceiling {
@@ -129,25 +125,9 @@ async fn budget(common: &CommonArgs, command: BudgetCommand) -> anyhow::Result<(
             let guard = BudgetGuard::new(store.clone(), std::sync::Arc::new(load(&model_prices)?));
             let status = guard.status(tenant.as_str()).await;
             store.close().await;
-            let s = status?;
-            let spend = |s: &demiurge::usage::budget::Spend| {
-                serde_json::json!({
-                    "tokens_today": s.tokens_day, "tokens_this_month": s.tokens_month,
-                    "cost_today": s.cost_day, "cost_this_month": s.cost_month,
-                    "cpu_seconds_today": s.cpu_ms_day as f64 / 1000.0,
-                    "tool_calls_today": s.tool_calls_day,
-                })
-            };
-            let out = serde_json::json!({
-                "tenant": tenant.as_str(),
-                "ceiling": s.ceiling,
-                "budget": s.budget,
-                "effective": s.effective,
-                "spent": spend(&s.spent),
-                "principals": s.principals.iter().map(|(p, l, sp)| serde_json::json!({
-                    "principal": p, "limits": l, "spent": spend(sp),
-                })).collect::<Vec<_>>(),
-            });
+            // The same view a tenant admin gets from `GET /v1/budgets`.
+            let prices = load(&model_prices)?;
+            let out = demiurge::api::budgets::view(tenant.as_str(), &prices.currency, status?);
             println!("{}", serde_json::to_string_pretty(&out)?);
             Ok(())
         }
@@ -171,11 +151,8 @@ async fn usage(common: &CommonArgs, command: UsageCommand) -> anyhow::Result<()>
                 "csv" => true,
                 other => anyhow::bail!("--format {other:?} is not json or csv"),
             };
-            let prices = match &model_prices {
-                Some(p) => demiurge::usage::report::Prices::load(p)
-                    .map_err(|e| anyhow::anyhow!("--model-prices {e}"))?,
-                None => Default::default(),
-            };
+            let prices = demiurge::usage::report::Prices::from_flag(model_prices.as_deref())
+                .map_err(anyhow::Error::msg)?;
             let tenant = tenant.map(|t| TenantId::parse(&t)).transpose()?;
             let params = demiurge::usage::report::ReportParams {
                 from: from.as_deref(),

@@ -170,11 +170,10 @@ impl Application {
             core_changes: core_changes.clone(),
             runners: runners.clone(),
         };
-        let prices = Arc::new(match &config.usage.prices_file {
-            Some(path) => crate::usage::report::Prices::load(path)
-                .map_err(|e| anyhow::anyhow!("--model-prices {e}"))?,
-            None => Default::default(),
-        });
+        let prices = Arc::new(
+            crate::usage::report::Prices::from_flag(config.usage.prices_file.as_deref())
+                .map_err(anyhow::Error::msg)?,
+        );
         // Budgets are checked before each model step and see what the
         // meter stores at once.
         let budgets = crate::usage::guard::BudgetGuard::new(store.clone(), prices.clone());

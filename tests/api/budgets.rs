@@ -106,15 +106,7 @@ async fn a_spent_budget_stops_the_next_turn_and_only_that_tenant() {
         assert_eq!(b["lines"][0]["remaining"], 0.0);
 
         // /metrics says so.
-        let metrics = app
-            .client
-            .get(app.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = app.metrics_text().await;
         assert!(
             metrics.contains("demiurge_budget_warning_level{tenant=\"acme\"} 100"),
             "{metrics}"
@@ -203,6 +195,16 @@ async fn a_spent_budget_stops_the_next_turn_and_only_that_tenant() {
         let (st, b) = put_budget(&app, &admin, json!({"limits": {"tokens_per_day": 4000}})).await;
         assert_eq!(st, 200, "{b}");
         assert_eq!(b["ceiling"]["tokens_per_day"], 5000);
+        // The operator reads what the admin sees.
+        let out = app.cli(&["budget", "show", "--tenant", "acme"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(shown["ceiling"]["tokens_per_day"], 5000);
+        assert_eq!(shown["budget"]["tokens_per_day"], 4000);
 
         // Bad input is a 400 that says what.
         for body in [

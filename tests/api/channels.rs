@@ -515,15 +515,7 @@ async fn telegram_end_to_end() {
                 .contains("429"),
             "{a}"
         );
-        let metrics = app
-            .client
-            .get(app.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = app.metrics_text().await;
         assert!(
             metrics.contains("demiurge_channel_rejected_total{platform=\"telegram\"} 2"),
             "{metrics}"

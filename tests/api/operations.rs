@@ -27,15 +27,7 @@ async fn health_readiness_and_metrics_answer() {
         .start_turn(&tok, &sid, json!({"input": "count me"}))
         .await;
     app.wait_turn(&tok, &sid, &tid).await;
-    let text = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = app.metrics_text().await;
     assert!(text.contains("demiurge_turns_started_total 1"), "{text}");
     assert!(text.contains("demiurge_turns_finished_total{status=\"completed\"} 1"));
     assert!(text.contains("demiurge_turn_duration_seconds_count 1"));

@@ -383,15 +383,7 @@ async fn slowloris_sockets_are_not_held_and_the_server_keeps_serving() {
     // New clients are served again, and the refusals were counted.
     let r = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(r.status(), 200);
-    let metrics = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.metrics_text().await;
     let refused: u64 = metrics
         .lines()
         .find_map(|l| l.strip_prefix("demiurge_http_connections_refused_total "))

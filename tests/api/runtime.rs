@@ -309,15 +309,7 @@ async fn one_tenants_backlog_does_not_hold_another_tenants_task() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert_eq!(status, "running", "{backend:?}");
-        let text = app
-            .client
-            .get(app.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = app.metrics_text().await;
         assert!(
             text.contains("demiurge_task_claim_latency_seconds_count"),
             "{text}"

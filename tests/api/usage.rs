@@ -199,15 +199,7 @@ async fn a_tenants_usage_is_metered_reported_and_rolled_up() {
         // The command's output is stored: the tenant's stored bytes say so.
         assert!(by_tool["stored_bytes"].as_u64().unwrap() > 0, "{by_tool}");
         // /metrics counts per tenant.
-        let metrics = app
-            .client
-            .get(app.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = app.metrics_text().await;
         let value = |series: &str| -> f64 {
             metrics
                 .lines()

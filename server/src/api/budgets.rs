@@ -91,7 +91,8 @@ pub struct BudgetsView {
     pub principals: Vec<PrincipalBudgetView>,
 }
 
-fn view(tenant: &str, currency: &str, s: Status) -> BudgetsView {
+/// A tenant's status as the API (and `demiurge budget show`) shows it.
+pub fn view(tenant: &str, currency: &str, s: Status) -> BudgetsView {
     BudgetsView {
         tenant: tenant.to_owned(),
         currency: currency.to_owned(),

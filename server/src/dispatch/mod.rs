@@ -312,10 +312,10 @@ impl Dispatcher {
             channel: ctx.channel.clone(),
             // A name the catalog does not know is the model's text: keep
             // the label set bounded.
-            tool: if catalog.resolve(name).is_some() {
-                name.to_owned()
-            } else {
+            tool: if outcome.status == ToolStatus::NotFound {
                 "(unknown)".to_owned()
+            } else {
+                name.to_owned()
             },
             status: outcome.status.as_str().to_owned(),
             calls: 1,

@@ -124,7 +124,7 @@ impl TenantCounters {
 }
 
 /// A label value as the text format wants it.
-fn escape(v: &str) -> String {
+pub(super) fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")

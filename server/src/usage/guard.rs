@@ -67,6 +67,14 @@ impl View {
     }
 }
 
+/// What a tenant's `budgets` rows say.
+#[derive(Debug, Default)]
+struct Stored {
+    budget: Limits,
+    ceiling: Limits,
+    principals: HashMap<String, Limits>,
+}
+
 /// A tenant's budgets and spend, as `GET /v1/budgets` shows them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Status {
@@ -186,7 +194,8 @@ impl BudgetGuard {
         let now = crate::time::now_ms();
         let fresh = {
             let v = slot.read().unwrap_or_else(|p| p.into_inner());
-            v.read_at.is_some_and(|t| t.elapsed() < REFRESH) && v.day == periods(now).0
+            v.read_at.is_some_and(|t| t.elapsed() < REFRESH)
+                && v.day == now.div_euclid(DAY_MS) * DAY_MS
         };
         if !fresh {
             if let Err(e) = self.refresh(tenant, &slot).await {
@@ -273,7 +282,7 @@ impl BudgetGuard {
             let _ = writeln!(
                 s,
                 "demiurge_budget_warning_level{{tenant=\"{}\"}} {level}",
-                tenant.replace('\\', "\\\\").replace('"', "\\\"")
+                super::counters::escape(tenant)
             );
         }
         let _ = writeln!(
@@ -285,7 +294,7 @@ impl BudgetGuard {
             let _ = writeln!(
                 s,
                 "demiurge_budget_refusals_total{{tenant=\"{}\"}} {n}",
-                tenant.replace('\\', "\\\\").replace('"', "\\\"")
+                super::counters::escape(tenant)
             );
         }
         s
@@ -341,7 +350,7 @@ impl BudgetGuard {
                 .to_string(),
             None => String::new(),
         };
-        let (_, ceiling) = self.stored_limits(tenant).await?;
+        let ceiling = self.stored(tenant).await?.ceiling;
         let remove = limits == Limits::default();
         if !remove {
             budget::within_ceiling(&limits, &ceiling).map_err(Error::Invalid)?;
@@ -384,20 +393,28 @@ impl BudgetGuard {
         Ok(())
     }
 
-    async fn stored_limits(&self, tenant: &str) -> Result<(Limits, Limits), sqlx::Error> {
-        let mut budget = Limits::default();
-        let mut ceiling = Limits::default();
+    /// A tenant's stored budget, ceiling and principals' budgets; an
+    /// unreadable row is logged and left out.
+    async fn stored(&self, tenant: &str) -> Result<Stored, sqlx::Error> {
+        let mut out = Stored::default();
         for row in self.inner.store.budgets_of(tenant).await? {
-            if !row.principal_id.is_empty() {
-                continue;
-            }
-            let limits: Limits = serde_json::from_str(&row.limits).unwrap_or_default();
-            match row.kind {
-                BudgetKind::Budget => budget = limits,
-                BudgetKind::Ceiling => ceiling = limits,
+            let limits: Limits = match serde_json::from_str(&row.limits) {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::error!(error = %e, tenant, "stored budget unreadable; ignored");
+                    continue;
+                }
+            };
+            match (row.kind, row.principal_id.is_empty()) {
+                (BudgetKind::Ceiling, _) => out.ceiling = limits,
+                (BudgetKind::Budget, true) => out.budget = limits,
+                // On top of the tenant-wide limits, which every principal meets too.
+                (BudgetKind::Budget, false) => {
+                    out.principals.insert(row.principal_id, limits);
+                }
             }
         }
-        Ok((budget, ceiling))
+        Ok(out)
     }
 
     /// A tenant's budgets, ceiling and spend, read now (for `GET
@@ -440,25 +457,12 @@ impl BudgetGuard {
             read_at: Some(Instant::now()),
             ..Default::default()
         };
-        let mut budget = Limits::default();
-        let mut ceiling = Limits::default();
-        for row in self.inner.store.budgets_of(tenant).await? {
-            let limits: Limits = match serde_json::from_str(&row.limits) {
-                Ok(l) => l,
-                Err(e) => {
-                    tracing::error!(error = %e, tenant, "stored budget unreadable; ignored");
-                    continue;
-                }
-            };
-            match (row.kind, row.principal_id.is_empty()) {
-                (BudgetKind::Ceiling, _) => ceiling = limits,
-                (BudgetKind::Budget, true) => budget = limits,
-                (BudgetKind::Budget, false) => {
-                    // A principal's budget is bounded by the ceiling too.
-                    view.principals.insert(row.principal_id, limits);
-                }
-            }
-        }
+        let Stored {
+            budget,
+            ceiling,
+            principals,
+        } = self.stored(tenant).await?;
+        view.principals = principals;
         view.tenant = stricter(&budget, &ceiling);
         if !view.any_limit() {
             return Ok((view, budget, ceiling));

@@ -93,6 +93,15 @@ impl Prices {
         Prices::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
+    /// The price list `--model-prices` names, or none (`serve` and the
+    /// commands that report cost).
+    pub fn from_flag(path: Option<&Path>) -> Result<Prices, String> {
+        path.map_or_else(
+            || Ok(Prices::default()),
+            |p| Prices::load(p).map_err(|e| format!("--model-prices {e}")),
+        )
+    }
+
     fn of(&self, provider: &str, model: &str) -> Option<&Price> {
         self.models
             .get(&format!("{provider}/{model}"))
@@ -282,6 +291,22 @@ pub struct ReportRow {
     pub unpriced_tokens: u64,
 }
 
+impl ReportRow {
+    /// The row's value of a group key (`None` when not grouped by it).
+    pub fn key(&self, key: UsageKey) -> Option<&str> {
+        match key {
+            UsageKey::Principal => &self.principal,
+            UsageKey::Core => &self.core,
+            UsageKey::Channel => &self.channel,
+            UsageKey::Provider => &self.provider,
+            UsageKey::Model => &self.model,
+            UsageKey::Tool => &self.tool,
+            UsageKey::Status => &self.status,
+        }
+        .as_deref()
+    }
+}
+
 /// A usage report.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Report {
@@ -398,17 +423,8 @@ pub fn to_csv(report: &Report) -> String {
     let _ = w.write_record(&header);
     for r in &report.rows {
         let mut line = vec![r.start.clone(), r.tenant.clone()];
-        for g in &report.group {
-            let v = match UsageKey::parse(g) {
-                Some(UsageKey::Principal) => &r.principal,
-                Some(UsageKey::Core) => &r.core,
-                Some(UsageKey::Channel) => &r.channel,
-                Some(UsageKey::Provider) => &r.provider,
-                Some(UsageKey::Model) => &r.model,
-                Some(UsageKey::Tool) => &r.tool,
-                Some(UsageKey::Status) | None => &r.status,
-            };
-            line.push(v.clone().unwrap_or_default());
+        for key in report.group.iter().filter_map(|g| UsageKey::parse(g)) {
+            line.push(r.key(key).unwrap_or_default().to_owned());
         }
         line.extend([
             r.model_calls.to_string(),
