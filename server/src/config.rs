@@ -52,6 +52,59 @@ impl DatabaseConfig {
         };
         Ok(Self { url, backend })
     }
+
+    /// The file behind a SQLite URL (`sqlite://PATH?…`), canonical when it
+    /// exists; `None` on PostgreSQL and for an in-memory database.
+    pub fn sqlite_file(&self) -> Option<PathBuf> {
+        let (path, _) = sqlite_path(&self.url)?;
+        let path = PathBuf::from(path);
+        Some(path.canonicalize().unwrap_or(path))
+    }
+
+    /// On SQLite, the URL of the usage file beside the database
+    /// (`demiurge.db` → `demiurge-usage.db`, same options): usage rows are
+    /// written there so their writes never queue behind a turn's on
+    /// SQLite's one writer. `None` on PostgreSQL (one database holds all)
+    /// and for an in-memory database (which has no beside).
+    pub fn usage_url(&self) -> Option<String> {
+        let (path, query) = sqlite_path(&self.url)?;
+        let usage = match path.strip_suffix(".db") {
+            Some(stem) => format!("{stem}-usage.db"),
+            None => format!("{path}-usage"),
+        };
+        Some(match query {
+            Some(q) => format!("sqlite://{usage}?{q}"),
+            None => format!("sqlite://{usage}"),
+        })
+    }
+
+    /// Every SQLite file the server writes (the database and its usage
+    /// file): what no tool and no child may touch.
+    pub fn sqlite_files(&self) -> Vec<PathBuf> {
+        let usage = self.usage_url().and_then(|u| {
+            DatabaseConfig {
+                url: u,
+                backend: Backend::Sqlite,
+            }
+            .sqlite_file()
+        });
+        self.sqlite_file().into_iter().chain(usage).collect()
+    }
+}
+
+/// The path and options of a file-backed SQLite URL.
+fn sqlite_path(url: &str) -> Option<(&str, Option<&str>)> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let (path, query) = match rest.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (rest, None),
+    };
+    let memory = path.is_empty()
+        || path == ":memory:"
+        || query.is_some_and(|q| q.split('&').any(|kv| kv == "mode=memory"));
+    (!memory).then_some((path, query))
 }
 
 /// A database URL without its password, for messages.
@@ -627,6 +680,40 @@ mod tests {
         let e = DatabaseConfig::resolve(home, Some("mysql://u:secret@h/db")).unwrap_err();
         assert!(e.0.contains("mysql://<redacted>@h/db"), "{}", e.0);
         assert!(!e.0.contains("secret"));
+    }
+
+    #[test]
+    fn the_usage_file_sits_beside_a_sqlite_database() {
+        let home = std::path::Path::new("/h");
+        let d = DatabaseConfig::resolve(home, None).unwrap();
+        assert_eq!(
+            d.usage_url().as_deref(),
+            Some("sqlite:///h/demiurge-usage.db?mode=rwc")
+        );
+        assert_eq!(
+            d.sqlite_files(),
+            vec![
+                PathBuf::from("/h/demiurge.db"),
+                PathBuf::from("/h/demiurge-usage.db")
+            ]
+        );
+        let other = DatabaseConfig::resolve(home, Some("sqlite://data/x.sqlite")).unwrap();
+        assert_eq!(
+            other.usage_url().as_deref(),
+            Some("sqlite://data/x.sqlite-usage")
+        );
+        for memory in [
+            "sqlite::memory:",
+            "sqlite://:memory:",
+            "sqlite://x.db?mode=memory",
+        ] {
+            let m = DatabaseConfig::resolve(home, Some(memory)).unwrap();
+            assert_eq!(m.usage_url(), None, "{memory}");
+            assert!(m.sqlite_files().is_empty(), "{memory}");
+        }
+        let pg = DatabaseConfig::resolve(home, Some("postgres://u@h/d")).unwrap();
+        assert_eq!(pg.usage_url(), None);
+        assert!(pg.sqlite_files().is_empty());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! ```text
 //! <home>/
 //!   demiurge.db                                  SQLite database (without a database URL)
+//!   demiurge-usage.db                            its usage tables (a writer of their own)
 //!   node_id                                      this node's id
 //!   keys/                                        the JWT signing key
 //!   tenants/<tenant>/agents/                     the tenant's agent cores (a git tree)

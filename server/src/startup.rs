@@ -447,15 +447,15 @@ fn build_walls(
         .home
         .canonicalize()
         .with_context(|| format!("resolve the home {}", config.home.display()))?;
-    let database = match config.database.backend {
-        crate::config::Backend::Sqlite => sqlite_file(&config.database.url),
-        crate::config::Backend::Postgres => None,
-    };
-    let sandbox =
-        crate::exec::sandbox::Sandbox::detect(config.sandbox.clone(), &home, database.as_deref());
+    let databases = config.database.sqlite_files();
+    let sandbox = crate::exec::sandbox::Sandbox::detect(config.sandbox.clone(), &home, &databases);
     Ok(crate::walls::Walls {
         sandbox,
-        files: crate::policy::file_walls::FileWalls::new(home, config.read_roots.clone(), database),
+        files: crate::policy::file_walls::FileWalls::new(
+            home,
+            config.read_roots.clone(),
+            databases,
+        ),
         terminal_network: config.terminal_network,
         quota,
         mcp_idle_timeout: config.mcp_idle_timeout,
@@ -464,17 +464,4 @@ fn build_walls(
             ..Default::default()
         }),
     })
-}
-
-/// The file behind a `sqlite://PATH?…` URL, canonical when it exists.
-fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
-    let rest = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))?;
-    let path = rest.split('?').next().unwrap_or_default();
-    if path.is_empty() || path == ":memory:" {
-        return None;
-    }
-    let path = std::path::PathBuf::from(path);
-    Some(path.canonicalize().unwrap_or(path))
 }

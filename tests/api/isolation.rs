@@ -466,9 +466,14 @@ async fn the_database_stays_intact_under_member_probes_and_the_cli() {
         call("search_files", json!({"path": h, "query": "SQLite"})),
         call("read_file", json!({"path": format!("{h}/demiurge.db-wal")})),
         call("read_file", json!({"path": format!("{h}/demiurge.db-shm")})),
+        call(
+            "read_file",
+            json!({"path": format!("{h}/demiurge-usage.db")}),
+        ),
         terminal(&format!(
             "cat {h}/demiurge.db-wal > /dev/null; sqlite3 {h}/demiurge.db .tables"
         )),
+        terminal(&format!("cat {h}/demiurge-usage.db > /dev/null")),
     ] {
         let evs = run_script(&app, &tok, &sid, script, "allow_once").await;
         assert_ne!(results(&evs), ["succeeded"], "{}", result_text(&evs));
@@ -522,6 +527,7 @@ async fn the_database_stays_intact_under_member_probes_and_the_cli() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&check.stdout).trim(), "ok");
+    assert!(app.home.join("demiurge-usage.db").is_file());
 }
 
 #[tokio::test]

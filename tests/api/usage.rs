@@ -64,7 +64,8 @@ fn sum_f(report: &Value, field: &str) -> f64 {
 async fn raw_and_rolled(app: &TestApp) -> (Vec<(i64, i64, i64, i64)>, Vec<(i64, i64, i64, i64)>) {
     let url = match &app.database_url {
         Some(u) => u.clone(),
-        None => format!("sqlite://{}", app.home.join("demiurge.db").display()),
+        // On SQLite the usage tables have a file of their own.
+        None => format!("sqlite://{}", app.home.join("demiurge-usage.db").display()),
     };
     sqlx::any::install_default_drivers();
     let mut db = sqlx::AnyConnection::connect(&url).await.unwrap();

@@ -48,11 +48,11 @@ pub struct FileWalls {
 const SQLITE_SIDE_FILES: &[&str] = &["-wal", "-shm", "-journal"];
 
 impl FileWalls {
-    /// `server_home` and `read_roots` must be canonical; `database` is the
-    /// SQLite file (if any), canonical too when it exists.
-    pub fn new(server_home: PathBuf, read_roots: Vec<PathBuf>, database: Option<PathBuf>) -> Self {
+    /// `server_home` and `read_roots` must be canonical; `databases` are the
+    /// SQLite files (none on PostgreSQL), canonical too when they exist.
+    pub fn new(server_home: PathBuf, read_roots: Vec<PathBuf>, databases: Vec<PathBuf>) -> Self {
         let mut protected = Vec::new();
-        if let Some(db) = database {
+        for db in databases {
             for suffix in std::iter::once("").chain(SQLITE_SIDE_FILES.iter().copied()) {
                 let mut name = db.clone().into_os_string();
                 name.push(suffix);
@@ -139,7 +139,10 @@ mod tests {
         FileWalls::new(
             PathBuf::from("/srv/demiurge"),
             vec![PathBuf::from("/data/shared"), PathBuf::from("/opt/docs")],
-            Some(PathBuf::from("/var/db/demiurge.db")),
+            vec![
+                PathBuf::from("/var/db/demiurge.db"),
+                PathBuf::from("/var/db/demiurge-usage.db"),
+            ],
         )
     }
 
@@ -207,6 +210,8 @@ mod tests {
             ("/var/db/demiurge.db-wal", "server_database"),
             ("/var/db/demiurge.db-shm", "server_database"),
             ("/var/db/demiurge.db-journal", "server_database"),
+            ("/var/db/demiurge-usage.db", "server_database"),
+            ("/var/db/demiurge-usage.db-wal", "server_database"),
             ("/var/db/demiurge.dbx", "no_read_root"),
         ];
         for (path, want) in cases {
@@ -219,7 +224,7 @@ mod tests {
         let wide = FileWalls::new(
             PathBuf::from("/srv/demiurge"),
             vec![PathBuf::from("/")],
-            None,
+            vec![],
         );
         let ws = Path::new(WS);
         assert_eq!(
@@ -245,7 +250,7 @@ mod tests {
         let w = FileWalls::new(
             PathBuf::from("/srv/demiurge"),
             vec![PathBuf::from("/var")],
-            Some(PathBuf::from("/var/db/demiurge.db")),
+            vec![PathBuf::from("/var/db/demiurge.db")],
         );
         let ws = Path::new(WS);
         assert_eq!(

@@ -171,14 +171,47 @@ const MIGRATIONS: &[Embedded] = &[
     },
 ];
 
-/// The embedded migrations of one backend, as sqlx sees them.
+/// The usage file's migrations (SQLite only; see [`super::UsageDb`]). Its
+/// own versions, recorded in the usage file's own `_sqlx_migrations`.
+const USAGE_FILE_MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "usage",
+    include_str!("../../../migrations/sqlite-usage/0001_usage.sql"),
+)];
+
+/// A set of embedded migrations, as sqlx sees them.
 #[derive(Debug)]
-struct Source(Backend);
+enum Source {
+    /// The database's, for its backend.
+    Database(Backend),
+    /// The SQLite usage file's.
+    UsageFile,
+}
 
 impl MigrationSource<'static> for Source {
     fn resolve(self) -> BoxFuture<'static, Result<Vec<Migration>, sqlx::error::BoxDynError>> {
-        Box::pin(async move { Ok(migrations(self.0)) })
+        Box::pin(async move {
+            Ok(match self {
+                Source::Database(backend) => migrations(backend),
+                Source::UsageFile => usage_file_migrations(),
+            })
+        })
     }
+}
+
+fn usage_file_migrations() -> Vec<Migration> {
+    USAGE_FILE_MIGRATIONS
+        .iter()
+        .map(|(version, name, sql)| {
+            Migration::new(
+                *version,
+                Cow::Borrowed(*name),
+                MigrationType::Simple,
+                SqlStr::from_static(sql),
+                false,
+            )
+        })
+        .collect()
 }
 
 fn migrations(backend: Backend) -> Vec<Migration> {
@@ -201,10 +234,94 @@ fn migrations(backend: Backend) -> Vec<Migration> {
 }
 
 /// The migrator of one backend.
-pub(super) async fn migrator(backend: Backend) -> anyhow::Result<Migrator> {
-    Migrator::new(Source(backend))
+async fn migrator(backend: Backend) -> anyhow::Result<Migrator> {
+    Migrator::new(Source::Database(backend))
         .await
         .context("embedded migrations")
+}
+
+/// Apply the usage file's migrations (SQLite, when the usage tables have a
+/// file of their own).
+pub(super) async fn run_usage(store: &Store) -> anyhow::Result<()> {
+    let _gate = store.usage_gate().await;
+    let migrator = Migrator::new(Source::UsageFile)
+        .await
+        .context("embedded usage migrations")?;
+    let mut conn = store.usage_pool().acquire().await?;
+    migrator.run(&mut *conn).await?;
+    Ok(())
+}
+
+/// The usage tables, in the order their rows are moved.
+const USAGE_TABLES: &[&str] = &["usage_hourly", "usage_model_calls", "usage_tool_calls"];
+
+/// Move the rows a SQLite database holds in its own usage tables (created
+/// by migrations 0070–0073, before the usage file existed) into the usage
+/// file at `usage_file`, then drop those tables: from then on the
+/// database has none, and this is one `sqlite_master` read per start.
+///
+/// SQLite commits to two files in WAL mode atomically per file only, so
+/// the copy (its own commit) and the drop (another) may be split by a
+/// crash; the copy is `INSERT OR IGNORE` with each row's own key (ids kept,
+/// roll-ups by their primary key), so running it again adds nothing twice.
+pub(super) async fn move_usage_rows(
+    store: &Store,
+    usage_file: &std::path::Path,
+) -> anyhow::Result<()> {
+    let _gate = store.write_gate().await;
+    let _usage_gate = store.usage_gate().await;
+    let mut conn = store.pool().acquire().await?;
+    let left: i64 = sqlx::query(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' \
+         AND name IN ('usage_hourly', 'usage_model_calls', 'usage_tool_calls')",
+    )
+    .fetch_one(&mut *conn)
+    .await?
+    .try_get(0)?;
+    if left == 0 {
+        return Ok(());
+    }
+    let file = usage_file
+        .to_str()
+        .context("the usage file's path is not UTF-8")?;
+    sqlx::query("ATTACH DATABASE $1 AS usage_file")
+        .bind(file)
+        .execute(&mut *conn)
+        .await?;
+    let moved = copy_and_drop(&mut conn).await;
+    // Detach even after a failure: the connection goes back to the pool.
+    let detached = sqlx::query("DETACH DATABASE usage_file")
+        .execute(&mut *conn)
+        .await;
+    let moved = moved?;
+    detached?;
+    if moved > 0 {
+        tracing::info!(rows = moved, "moved usage rows into the usage file");
+    }
+    Ok(())
+}
+
+async fn copy_and_drop(conn: &mut sqlx::AnyConnection) -> anyhow::Result<u64> {
+    let mut moved = 0;
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    for table in USAGE_TABLES {
+        // Only this module's table names are spliced in.
+        let sql = format!("INSERT OR IGNORE INTO usage_file.{table} SELECT * FROM main.{table}");
+        moved += sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+    }
+    tx.commit().await?;
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    for table in USAGE_TABLES {
+        let sql = format!("DROP TABLE main.{table}");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(moved)
 }
 
 pub(super) async fn run(store: &Store) -> anyhow::Result<()> {
@@ -316,6 +433,112 @@ mod tests {
                 (m.sqlite, m.postgres)
             );
         }
+    }
+
+    /// A database from before the usage file: its own usage tables hold
+    /// rows. The first open moves them (ids kept) and drops the tables;
+    /// a move redone after a crash between its two commits adds nothing.
+    #[tokio::test]
+    async fn usage_rows_move_into_the_usage_file_once() {
+        use crate::config::DatabaseConfig;
+        sqlx::any::install_default_drivers();
+        let dir = tempfile::tempdir().unwrap();
+        let db = DatabaseConfig::resolve(dir.path(), None).unwrap();
+        let old_rows = "INSERT INTO usage_model_calls (id, tenant_id, principal_id, session_id, \
+             core_id, channel, provider, model, input_tokens, output_tokens, cached_tokens, \
+             latency_ms, at) VALUES (7, 'acme', 'alice', 's1', 'assistant', '', 'fake', 'm', \
+             10, 20, 0, 5, 1000), (9, 'acme', 'alice', 's1', 'assistant', '', 'fake', 'm', \
+             NULL, NULL, NULL, 5, 2000)";
+        {
+            // The database as the previous release left it.
+            let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
+                .await
+                .unwrap();
+            migrator(Backend::Sqlite)
+                .await
+                .unwrap()
+                .run(&mut conn)
+                .await
+                .unwrap();
+            sqlx::query(old_rows).execute(&mut conn).await.unwrap();
+            sqlx::query(
+                "INSERT INTO usage_hourly VALUES ('acme', 0, 'alice', 'assistant', '', 'fake', \
+                 'm', '', '', 3, 0, 30, 60, 0, 15, 0, 0, 0)",
+            )
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        }
+        let tables_in_database = |store: Store| async move {
+            let n: i64 = sqlx::query(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'usage%' AND type = 'table'",
+            )
+            .fetch_one(store.pool())
+            .await
+            .unwrap()
+            .get(0);
+            n
+        };
+        let store = Store::open(&db).await.unwrap();
+        let ids = |rows: Vec<super::super::ModelCallRow>| -> Vec<i64> {
+            rows.iter().map(|r| r.id).collect()
+        };
+        assert_eq!(
+            ids(store.model_calls_of("acme", 0, 10).await.unwrap()),
+            [7, 9]
+        );
+        assert_eq!(tables_in_database(store.clone()).await, 0);
+        let hourly: i64 = sqlx::query("SELECT SUM(model_calls) FROM usage_hourly")
+            .fetch_one(store.usage_pool())
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(hourly, 3);
+        store.close().await;
+
+        // A crash after the copy's commit and before the drop's: the old
+        // tables are back with the same rows; the next open adds nothing.
+        {
+            let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
+                .await
+                .unwrap();
+            for sql in [
+                include_str!("../../../migrations/sqlite/0070_usage.sql"),
+                include_str!("../../../migrations/sqlite/0071_usage_rollup.sql"),
+                old_rows,
+            ] {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+            }
+        }
+        let store = Store::open(&db).await.unwrap();
+        assert_eq!(
+            ids(store.model_calls_of("acme", 0, 10).await.unwrap()),
+            [7, 9]
+        );
+        assert_eq!(tables_in_database(store.clone()).await, 0);
+        // New rows follow the moved ids.
+        store
+            .insert_model_calls(&[super::super::NewModelCall {
+                tenant_id: "acme".into(),
+                principal_id: "alice".into(),
+                session_id: "s2".into(),
+                core_id: "assistant".into(),
+                channel: String::new(),
+                provider: "fake".into(),
+                model: "m".into(),
+                tokens: Some((1, 1, 0)),
+                latency_ms: 1,
+                at: 3000,
+            }])
+            .await
+            .unwrap();
+        let after = ids(store.model_calls_of("acme", 0, 10).await.unwrap());
+        assert_eq!(after.len(), 3);
+        assert!(after[2] > 9, "{after:?}");
+        assert!(dir.path().join("demiurge-usage.db").is_file());
     }
 
     #[test]

@@ -67,6 +67,8 @@ pub struct Store {
     /// SQLite allows one writer at a time; queueing writers here is far
     /// cheaper than letting them spin on `SQLITE_BUSY`. `None` on PostgreSQL.
     write_gate: Option<Arc<Mutex<()>>>,
+    /// Where the usage tables live (see [`Store::usage_pool`]).
+    usage: UsageDb,
     /// Sessions by id for hot paths (turn start, stream subscribe). Identity
     /// and ownership never change, so entries cannot go wrong on those.
     session_cache:
@@ -74,44 +76,50 @@ pub struct Store {
 }
 
 impl Store {
-    /// Connect (creating the SQLite file if needed) and apply migrations.
+    /// Connect (creating the SQLite files if needed) and apply migrations.
     pub async fn open(db: &DatabaseConfig) -> anyhow::Result<Self> {
         use anyhow::Context;
         sqlx::any::install_default_drivers();
-        let opts = AnyConnectOptions::from_str(&db.url)
-            .with_context(|| format!("parse database URL {}", crate::config::redact_url(&db.url)))?
-            .log_statements(tracing::log::LevelFilter::Trace)
-            .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_millis(500));
         let backend = db.backend;
-        let pool = AnyPoolOptions::new()
-            .max_connections(match backend {
-                Backend::Sqlite => 2,
-                Backend::Postgres => 16,
-            })
-            .min_connections(1)
-            .acquire_timeout(Duration::from_secs(10))
-            .after_connect(move |conn, _meta| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        conn.execute(
-                            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
-                             PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON;",
-                        )
-                        .await?;
-                    }
-                    Ok(())
-                })
-            })
-            .connect_with(opts)
-            .await
-            .with_context(|| format!("connect to {}", crate::config::redact_url(&db.url)))?;
+        let pool = connect(&db.url, backend).await?;
+        let write_gate = (backend == Backend::Sqlite).then(|| Arc::new(Mutex::new(())));
+        let usage = match db.usage_url() {
+            Some(url) => UsageDb {
+                pool: connect(&url, backend).await?,
+                gate: Some(Arc::new(Mutex::new(()))),
+                separate: true,
+            },
+            None => UsageDb {
+                pool: pool.clone(),
+                gate: write_gate.clone(),
+                separate: false,
+            },
+        };
         let store = Self {
             pool,
             backend,
-            write_gate: (backend == Backend::Sqlite).then(|| Arc::new(Mutex::new(()))),
+            write_gate,
+            usage,
             session_cache: Arc::default(),
         };
         migrate::run(&store).await.context("apply migrations")?;
+        if store.usage.separate {
+            migrate::run_usage(&store)
+                .await
+                .context("apply the usage file's migrations")?;
+            let file = db.usage_url().and_then(|url| {
+                DatabaseConfig {
+                    url,
+                    backend: Backend::Sqlite,
+                }
+                .sqlite_file()
+            });
+            if let Some(file) = file {
+                migrate::move_usage_rows(&store, &file)
+                    .await
+                    .context("move usage rows into the usage file")?;
+            }
+        }
         Ok(store)
     }
 
@@ -131,6 +139,21 @@ impl Store {
         }
     }
 
+    /// The pool holding the usage tables: the database's own on PostgreSQL,
+    /// the usage file's on SQLite.
+    pub(crate) fn usage_pool(&self) -> &AnyPool {
+        &self.usage.pool
+    }
+
+    /// Serialise writers of the usage tables on SQLite (the usage file has
+    /// a writer of its own, so they never wait on a turn's writes).
+    pub(crate) async fn usage_gate(&self) -> Option<MutexGuard<'_, ()>> {
+        match &self.usage.gate {
+            Some(m) => Some(m.lock().await),
+            None => None,
+        }
+    }
+
     /// Readiness: can we run a trivial query?
     pub async fn ping(&self) -> bool {
         sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
@@ -138,7 +161,55 @@ impl Store {
 
     pub async fn close(&self) {
         self.pool.close().await;
+        if self.usage.separate {
+            self.usage.pool.close().await;
+        }
     }
+}
+
+/// The usage tables' home. On SQLite a file of its own beside the
+/// database: SQLite has one writer per file, and under load a usage batch
+/// queued on the database's writer delayed turns by a tenth (issue 41's
+/// measurement), while usage is read only by reports, the roll-up and the
+/// budget view, never joined with other tables.
+#[derive(Clone, Debug)]
+struct UsageDb {
+    pool: AnyPool,
+    gate: Option<Arc<Mutex<()>>>,
+    /// False when `pool` is the database's own.
+    separate: bool,
+}
+
+/// A pool on `url`: two connections on SQLite (one writer, one reader),
+/// sixteen on PostgreSQL.
+async fn connect(url: &str, backend: Backend) -> anyhow::Result<AnyPool> {
+    use anyhow::Context;
+    let opts = AnyConnectOptions::from_str(url)
+        .with_context(|| format!("parse database URL {}", crate::config::redact_url(url)))?
+        .log_statements(tracing::log::LevelFilter::Trace)
+        .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_millis(500));
+    AnyPoolOptions::new()
+        .max_connections(match backend {
+            Backend::Sqlite => 2,
+            Backend::Postgres => 16,
+        })
+        .min_connections(1)
+        .acquire_timeout(Duration::from_secs(10))
+        .after_connect(move |conn, _meta| {
+            Box::pin(async move {
+                if backend == Backend::Sqlite {
+                    conn.execute(
+                        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
+                         PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON;",
+                    )
+                    .await?;
+                }
+                Ok(())
+            })
+        })
+        .connect_with(opts)
+        .await
+        .with_context(|| format!("connect to {}", crate::config::redact_url(url)))
 }
 
 /// True when a database error is a unique-constraint violation.

@@ -44,8 +44,8 @@ impl Store {
         if calls.is_empty() {
             return Ok(());
         }
-        let _gate = self.write_gate().await;
-        let mut tx = self.pool().begin().await?;
+        let _gate = self.usage_gate().await;
+        let mut tx = self.usage_pool().begin().await?;
         for chunk in calls.chunks(INSERT_CHUNK) {
             let sql = format!(
                 "INSERT INTO usage_model_calls (tenant_id, principal_id, session_id, core_id, \
@@ -95,7 +95,7 @@ impl Store {
         .bind(tenant)
         .bind(since)
         .bind(i64::from(limit))
-        .fetch_all(self.pool())
+        .fetch_all(self.usage_pool())
         .await?;
         rows.iter()
             .map(|r| {
@@ -291,8 +291,8 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        let _gate = self.write_gate().await;
-        let mut tx = self.pool().begin().await?;
+        let _gate = self.usage_gate().await;
+        let mut tx = self.usage_pool().begin().await?;
         for chunk in rows.chunks(INSERT_CHUNK) {
             let sql = format!(
                 "INSERT INTO usage_tool_calls (tenant_id, principal_id, session_id, core_id, \
@@ -337,7 +337,7 @@ impl Store {
         .bind(tenant)
         .bind(since)
         .bind(i64::from(limit))
-        .fetch_all(self.pool())
+        .fetch_all(self.usage_pool())
         .await?;
         rows.iter()
             .map(|r| {
@@ -365,8 +365,8 @@ impl Store {
     /// its flag, and the flag is rechecked under the row's lock, so no row
     /// is counted twice.
     pub async fn roll_up_usage(&self, limit: u32) -> Result<RolledUp, sqlx::Error> {
-        let _gate = self.write_gate().await;
-        let mut tx = self.pool().begin().await?;
+        let _gate = self.usage_gate().await;
+        let mut tx = self.usage_pool().begin().await?;
         let limit = i64::from(limit);
         let mut sums: std::collections::BTreeMap<HourKey, UsageSums> = Default::default();
         let models = sqlx::query(
@@ -497,7 +497,7 @@ impl Store {
         raw_before: i64,
         hourly_before: i64,
     ) -> Result<u64, sqlx::Error> {
-        let _gate = self.write_gate().await;
+        let _gate = self.usage_gate().await;
         let mut n = 0;
         for sql in [
             "DELETE FROM usage_model_calls WHERE rolled = 1 AND at < $1",
@@ -505,13 +505,13 @@ impl Store {
         ] {
             n += sqlx::query(sql)
                 .bind(raw_before)
-                .execute(self.pool())
+                .execute(self.usage_pool())
                 .await?
                 .rows_affected();
         }
         n += sqlx::query("DELETE FROM usage_hourly WHERE hour < $1")
             .bind(hourly_before)
-            .execute(self.pool())
+            .execute(self.usage_pool())
             .await?
             .rows_affected();
         Ok(n)
@@ -573,7 +573,7 @@ impl Store {
         if let Some(t) = &q.tenant {
             query = query.bind(t);
         }
-        let rows = query.fetch_all(self.pool()).await?;
+        let rows = query.fetch_all(self.usage_pool()).await?;
         let own: Vec<UsageKey> = q
             .group
             .iter()

@@ -200,12 +200,12 @@ pub fn fixture(grants: &[&str]) -> Fixture {
                 ..Default::default()
             },
             &home,
-            None,
+            &[],
         ),
         files: crate::policy::file_walls::FileWalls::new(
             home.clone(),
             vec![read_root.path().canonicalize().expect("canonical")],
-            None,
+            vec![],
         ),
         terminal_network: true,
         quota: crate::exec::StorageQuota::new(1 << 20, 1 << 30),

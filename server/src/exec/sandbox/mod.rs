@@ -98,7 +98,7 @@ impl Sandbox {
     /// On a root server, also checks that the home's ancestors let an
     /// unprivileged uid pass (`o+x`): otherwise HOME and TMPDIR would be
     /// unreachable and every command would fail in confusing ways.
-    pub fn detect(settings: Settings, server_home: &Path, database: Option<&Path>) -> Self {
+    pub fn detect(settings: Settings, server_home: &Path, databases: &[PathBuf]) -> Self {
         let facts = Facts {
             // SAFETY: geteuid(2) cannot fail and touches no memory.
             euid: unsafe { libc::geteuid() },
@@ -116,7 +116,11 @@ impl Sandbox {
                 .filter_map(|r| r.canonicalize().ok())
                 .collect();
             let mut private = vec![server_home.clone()];
-            private.extend(database.map(|d| d.canonicalize().unwrap_or_else(|_| d.to_path_buf())));
+            private.extend(
+                databases
+                    .iter()
+                    .map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())),
+            );
             if let Some((root, exposed)) = plan::exposed_by(&roots, &private) {
                 availability = Availability::Unavailable(format!(
                     "the read-only folder {} given to every child contains the server's {} \
