@@ -96,7 +96,11 @@ async fn run() {
         )
         .await
         .unwrap();
-    let guard = BudgetGuard::new(store.clone(), Arc::default());
+    let guard = BudgetGuard::new(
+        store.clone(),
+        Arc::default(),
+        demiurge::events::tenant::TenantFeed::new(store.clone()),
+    );
 
     let started = Instant::now();
     guard.check("acme", "p3").await.unwrap();

@@ -45,6 +45,8 @@ pub struct App {
     pub prices: Arc<crate::usage::report::Prices>,
     /// Budgets per tenant and principal, checked before each model step.
     pub budgets: crate::usage::guard::BudgetGuard,
+    /// Each tenant's admin stream (budget warnings).
+    pub tenant_events: crate::events::tenant::TenantFeed,
     /// Reading the tenants' cores (changes go through `core_changes`).
     pub cores: CoreRepository,
     /// Chat channel accounts, webhooks and the outbox.

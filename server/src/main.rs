@@ -75,6 +75,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 async fn budget(common: &CommonArgs, command: BudgetCommand) -> anyhow::Result<()> {
+    use demiurge::events::tenant::TenantFeed;
     use demiurge::usage::budget::Limits;
     use demiurge::usage::guard::BudgetGuard;
     let db = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
@@ -102,7 +103,11 @@ async fn budget(common: &CommonArgs, command: BudgetCommand) -> anyhow::Result<(
                 tool_calls_per_day,
             };
             let store = Store::open(&db).await?;
-            let guard = BudgetGuard::new(store.clone(), std::sync::Arc::new(load(&model_prices)?));
+            let guard = BudgetGuard::new(
+                store.clone(),
+                std::sync::Arc::new(load(&model_prices)?),
+                TenantFeed::new(store.clone()),
+            );
             let done = guard.set_ceiling(tenant.as_str(), limits).await;
             store.close().await;
             done.map_err(|e| anyhow::anyhow!(e))?;
@@ -122,7 +127,11 @@ async fn budget(common: &CommonArgs, command: BudgetCommand) -> anyhow::Result<(
         } => {
             let tenant = TenantId::parse(&tenant)?;
             let store = Store::open(&db).await?;
-            let guard = BudgetGuard::new(store.clone(), std::sync::Arc::new(load(&model_prices)?));
+            let guard = BudgetGuard::new(
+                store.clone(),
+                std::sync::Arc::new(load(&model_prices)?),
+                TenantFeed::new(store.clone()),
+            );
             let status = guard.status(tenant.as_str()).await;
             store.close().await;
             // The same view a tenant admin gets from `GET /v1/budgets`.

@@ -176,7 +176,12 @@ impl Application {
         );
         // Budgets are checked before each model step and see what the
         // meter stores at once.
-        let budgets = crate::usage::guard::BudgetGuard::new(store.clone(), prices.clone());
+        let tenant_events = crate::events::tenant::TenantFeed::new(store.clone());
+        let budgets = crate::usage::guard::BudgetGuard::new(
+            store.clone(),
+            prices.clone(),
+            tenant_events.clone(),
+        );
         meter.watch(budgets.clone());
         let dispatcher = Dispatcher::new(
             approvals.clone(),
@@ -287,6 +292,7 @@ impl Application {
             meter,
             prices,
             budgets,
+            tenant_events,
             cores,
             shutdown,
         });
@@ -344,6 +350,7 @@ impl Application {
         app.tasks.schedules().set_cores(app.cores.clone());
         app.tasks.schedules().start(app.shutdown.clone());
         app.turns.follow_cancels(app.shutdown.clone());
+        app.tenant_events.start_upkeep(app.shutdown.clone());
         crate::usage::Meter::start_upkeep(
             app.store.clone(),
             crate::usage::Retention {

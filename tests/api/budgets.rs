@@ -63,6 +63,26 @@ async fn spent_tokens(app: &TestApp, admin: &str, at_least: u64) -> u64 {
     panic!("spend never reached {at_least} tokens");
 }
 
+/// The tenant's admin stream as one JSON page.
+async fn tenant_events(app: &TestApp, tok: &str) -> Vec<Value> {
+    let (st, b) = app.get(tok, "/v1/tenant/events").await;
+    assert_eq!(st, 200, "{b}");
+    b["events"].as_array().unwrap().clone()
+}
+
+/// Wait until the admin stream holds a warning, then a moment more (for any
+/// duplicate to show), and return the stream.
+async fn settled_warnings(app: &TestApp, tok: &str) -> Vec<Value> {
+    for _ in 0..100 {
+        if !tenant_events(app, tok).await.is_empty() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            return tenant_events(app, tok).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no warning reached the tenant's admin stream");
+}
+
 #[tokio::test]
 async fn a_spent_budget_stops_the_next_turn_and_only_that_tenant() {
     for backend in backends() {
@@ -82,6 +102,14 @@ async fn a_spent_budget_stops_the_next_turn_and_only_that_tenant() {
         let (st, b) = put_budget(&app, &admin, json!({"limits": {"tokens_per_day": 1}})).await;
         assert_eq!(st, 200, "{b}");
         assert_eq!(b["effective"]["tokens_per_day"], 1);
+        // An admin follows the tenant's admin stream live.
+        let live = tokio::spawn(read_sse(
+            app.client.clone(),
+            app.url("/v1/tenant/events"),
+            admin.clone(),
+            None,
+            |e| e["type"] == "budget.warning",
+        ));
         let sid = app.create_session(&alice).await;
         assert_eq!(
             turn(&app, &alice, &sid, "first").await,
@@ -91,6 +119,31 @@ async fn a_spent_budget_stops_the_next_turn_and_only_that_tenant() {
         let (status, reason) = turn(&app, &alice, &sid, "second").await;
         assert_eq!(status, "failed");
         assert_eq!(reason.as_deref(), Some("budget_exceeded"));
+
+        // The warning reached the stream live, once, and stays readable.
+        let seen = live.await.unwrap();
+        let warning = seen.last().expect("a live warning");
+        assert_eq!(warning["type"], "budget.warning", "{seen:?}");
+        assert_eq!(warning["data"]["name"], "tokens_per_day");
+        assert_eq!(warning["data"]["level"], 100);
+        assert_eq!(warning["data"]["limit"], 1.0);
+        assert!(warning["data"]["principal"].is_null());
+        let stored = settled_warnings(&app, &admin).await;
+        assert_eq!(stored.len(), 1, "{stored:?}");
+        assert_eq!(stored[0], *warning);
+        // Resuming after it gives nothing more.
+        let (_, after) = app
+            .get(
+                &admin,
+                &format!("/v1/tenant/events?after={}", warning["seq"]),
+            )
+            .await;
+        assert_eq!(after["events"], json!([]), "{after}");
+        // Members are refused; another tenant's admin sees none of it.
+        let (st, e) = app.get(&alice, "/v1/tenant/events").await;
+        assert_eq!(st, 403, "{e}");
+        let other_admin = app.token_with("other", "root", "admin", "1h");
+        assert!(tenant_events(&app, &other_admin).await.is_empty());
         // No model call was made for it: the spend did not move.
         let (_, b) = app.get(&admin, "/v1/budgets").await;
         let (_, usage) = app.get(&admin, "/v1/usage").await;
@@ -250,4 +303,10 @@ async fn two_instances_on_one_postgresql_enforce_one_budget() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     assert!(stopped, "instance B never enforced the budget spent on A");
+    // Both instances saw the limit spent; the warning was put on the
+    // stream once, and either instance serves it.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let on_a = settled_warnings(&a, &admin).await;
+    assert_eq!(on_a.len(), 1, "{on_a:?}");
+    assert_eq!(on_a, settled_warnings(&b, &admin).await);
 }

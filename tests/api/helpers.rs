@@ -355,42 +355,32 @@ impl TestApp {
         last_event_id: Option<i64>,
         until: impl Fn(&Value) -> bool,
     ) -> Vec<Value> {
-        let mut req = self
-            .client
-            .get(self.url(&format!("/v1/sessions/{sid}/events{query}")))
-            .bearer_auth(token);
-        if let Some(id) = last_event_id {
-            req = req.header("Last-Event-ID", id.to_string());
-        }
-        let resp = req.send().await.unwrap();
-        assert_eq!(resp.status(), 200);
-        let mut stream = resp.bytes_stream();
-        let mut buf = String::new();
-        let mut out = Vec::new();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let chunk = match tokio::time::timeout_at(deadline, stream.next()).await {
-                Ok(Some(Ok(c))) => c,
-                _ => return out,
-            };
-            buf.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(i) = buf.find("\n\n") {
-                let block: String = buf.drain(..i + 2).collect();
-                let data: Vec<&str> = block
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:").map(str::trim_start))
-                    .collect();
-                if data.is_empty() {
-                    continue;
-                }
-                let ev: Value = serde_json::from_str(&data.join("\n")).unwrap();
-                let stop = until(&ev);
-                out.push(ev);
-                if stop {
-                    return out;
-                }
-            }
-        }
+        self.sse_at(
+            token,
+            &format!("/v1/sessions/{sid}/events{query}"),
+            last_event_id,
+            until,
+        )
+        .await
+    }
+
+    /// Read the Server-Sent Events at `path` until `until` holds for one
+    /// (or 20 s pass); every event read, in order.
+    pub async fn sse_at(
+        &self,
+        token: &str,
+        path: &str,
+        last_event_id: Option<i64>,
+        until: impl Fn(&Value) -> bool,
+    ) -> Vec<Value> {
+        read_sse(
+            self.client.clone(),
+            self.url(path),
+            token.to_owned(),
+            last_event_id,
+            until,
+        )
+        .await
     }
 
     /// Wait for a turn to leave `running`.
@@ -772,4 +762,52 @@ pub async fn model_usage(app: &TestApp, tenant: &str, calls: u64) -> Vec<Value> 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("fewer than {calls} model calls in {tenant}: {last}");
+}
+
+/// Read the Server-Sent Events at `url` until `until` holds for one (or
+/// 20 s pass); every event read, in order. Owns its inputs, so it can run
+/// in a task of its own while the test goes on.
+pub async fn read_sse(
+    client: reqwest::Client,
+    url: String,
+    token: String,
+    last_event_id: Option<i64>,
+    until: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let mut req = client
+        .get(url)
+        .header("Accept", "text/event-stream")
+        .bearer_auth(token);
+    if let Some(id) = last_event_id {
+        req = req.header("Last-Event-ID", id.to_string());
+    }
+    let resp = req.send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut stream = resp.bytes_stream();
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let chunk = match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(Ok(c))) => c,
+            _ => return out,
+        };
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(i) = buf.find("\n\n") {
+            let block: String = buf.drain(..i + 2).collect();
+            let data: Vec<&str> = block
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:").map(str::trim_start))
+                .collect();
+            if data.is_empty() {
+                continue;
+            }
+            let ev: Value = serde_json::from_str(&data.join("\n")).unwrap();
+            let stop = until(&ev);
+            out.push(ev);
+            if stop {
+                return out;
+            }
+        }
+    }
 }

@@ -11,7 +11,7 @@ use super::error::ErrorBody;
 use super::events::SseEvent;
 use super::{
     approvals, budgets, channels, cores, events, health, principals, providers, runs, schedules,
-    search, sessions, stream, tasks, tenant_policy, tokens, tools, turns, usage,
+    search, sessions, stream, tasks, tenant_events, tenant_policy, tokens, tools, turns, usage,
 };
 use crate::wire::events::{Event, EventPayload};
 
@@ -32,7 +32,7 @@ use crate::wire::events::{Event, EventPayload};
         tokens::issue_token, tokens::revoke_tokens,
         principals::list_principals, principals::disable_principal, principals::enable_principal,
         tenant_policy::get_tenant_policy, tenant_policy::put_tenant_policy, usage::get_usage,
-        budgets::get_budgets, budgets::put_budget,
+        budgets::get_budgets, budgets::put_budget, tenant_events::tenant_events,
         channels::create_account, channels::list_accounts, channels::get_account,
         channels::delete_account, channels::list_pairings, channels::approve_pairing,
         channels::webhook,

@@ -19,6 +19,7 @@ pub mod search;
 pub mod sessions;
 pub mod stream;
 pub mod tasks;
+pub mod tenant_events;
 pub mod tenant_policy;
 pub mod tokens;
 pub mod tools;
@@ -72,6 +73,7 @@ pub fn router(app: SharedApp) -> Router {
         .route("/v1/search", get(search::search))
         .route("/v1/audit", get(search::list_audit))
         .route("/v1/usage", get(usage::get_usage))
+        .route("/v1/tenant/events", get(tenant_events::tenant_events))
         .route(
             "/v1/budgets",
             get(budgets::get_budgets).put(budgets::put_budget),

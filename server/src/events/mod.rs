@@ -9,6 +9,7 @@
 mod hub;
 pub mod peers;
 mod subscription;
+pub mod tenant;
 
 use std::sync::Arc;
 

@@ -169,6 +169,12 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0073_usage_lean.sql"),
         postgres: include_str!("../../../migrations/postgres/0073_usage_lean.sql"),
     },
+    Embedded {
+        version: 74,
+        name: "tenant_events",
+        sqlite: include_str!("../../../migrations/sqlite/0074_tenant_events.sql"),
+        postgres: include_str!("../../../migrations/postgres/0074_tenant_events.sql"),
+    },
 ];
 
 /// The usage file's migrations (SQLite only; see [`super::UsageDb`]). Its

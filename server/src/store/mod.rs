@@ -25,6 +25,7 @@ mod schedules;
 pub mod search_index;
 mod sessions;
 mod tasks;
+mod tenant_events;
 mod tenants;
 mod turns;
 mod usage;
@@ -51,6 +52,7 @@ pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
 pub use schedules::{NewScheduleOwner, ScheduleOwner};
 pub use sessions::{NewSession, SessionRow};
 pub use tasks::{ClaimCaps, Claimed, NewTask, TakenOver, TaskRow};
+pub use tenant_events::TenantEventRow;
 pub use tenants::StoredTenantPolicy;
 pub use turns::{LostTurn, StartTurn, TurnRow};
 pub use usage::{

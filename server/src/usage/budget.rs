@@ -143,6 +143,42 @@ pub fn warning(limits: &Limits, spend: &Spend) -> Option<u8> {
     }
 }
 
+/// Each limit at or past a warning level, with the level: 100 (spent) or
+/// 80. Limits under 80 % are left out.
+pub fn warnings(limits: &Limits, spend: &Spend) -> Vec<(Line, u8)> {
+    lines(limits, spend)
+        .into_iter()
+        .filter_map(|l| {
+            let share = l.share();
+            if share >= 1.0 {
+                Some((l, 100))
+            } else if share >= 0.8 {
+                Some((l, 80))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// The period a limit counts over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Period {
+    Day,
+    Month,
+}
+
+impl Period {
+    /// The period of a limit, by its name (`…_per_day`, `…_per_month`).
+    pub fn of(name: &str) -> Period {
+        if name.ends_with("_per_month") {
+            Period::Month
+        } else {
+            Period::Day
+        }
+    }
+}
+
 /// A tenant admin's budget must not exceed the operator's ceiling: each
 /// limit the ceiling sets must be set in the budget too, at most as high.
 pub fn within_ceiling(budget: &Limits, ceiling: &Limits) -> Result<(), String> {

@@ -79,3 +79,23 @@ fn counts_may_be_written_as_whole_floats() {
         assert!(serde_json::from_str::<Limits>(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn each_limit_past_80_percent_warns_with_its_level_and_period() {
+    let l = limits();
+    let mut s = Spend::default();
+    assert!(warnings(&l, &s).is_empty());
+    s.tokens_day = 850;
+    s.cost_month = 5.0;
+    let w: Vec<(&str, u8, Period)> = warnings(&l, &s)
+        .iter()
+        .map(|(line, level)| (line.name, *level, Period::of(line.name)))
+        .collect();
+    assert_eq!(
+        w,
+        [
+            ("tokens_per_day", 80, Period::Day),
+            ("cost_per_month", 100, Period::Month)
+        ]
+    );
+}

@@ -14,9 +14,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use super::budget::{self, Limits, Line, Spend};
+use super::budget::{self, Limits, Line, Period, Spend};
 use super::report::Prices;
+use crate::events::tenant::TenantFeed;
 use crate::store::{BudgetKind, NewModelCall, NewToolUsage, Store, UsageKey, UsageQuery};
+use crate::wire::tenant_events::{BudgetWarning, TenantEventPayload};
 
 /// How old a tenant's cached view may get.
 pub const REFRESH: Duration = Duration::from_secs(2);
@@ -58,6 +60,8 @@ struct View {
     spent_by: HashMap<String, Spend>,
     /// The UTC day the spend is of (its first ms); a new day reads again.
     day: i64,
+    /// The UTC month the monthly spend is of (its first ms).
+    month: i64,
     read_at: Option<Instant>,
 }
 
@@ -97,6 +101,12 @@ pub struct BudgetGuard {
 struct Inner {
     store: Store,
     prices: Arc<Prices>,
+    /// Where budget warnings are announced (the tenant's admin stream).
+    feed: TenantFeed,
+    /// Warnings this instance has announced (tenant, once-key), so a
+    /// refresh does not write again what it already wrote; the stream's
+    /// once-key is what holds across instances.
+    announced: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
     views: RwLock<HashMap<String, Arc<RwLock<View>>>>,
     /// One refresh per tenant at a time.
     refreshing: tokio::sync::Mutex<()>,
@@ -108,6 +118,9 @@ struct Inner {
 /// Tenants with a `/metrics` label of their own, per instance; the rest
 /// share `(other)`.
 const MAX_METRIC_TENANTS: usize = 1_000;
+
+/// Warnings remembered per instance before the memory starts over.
+const MAX_ANNOUNCED: usize = 10_000;
 
 fn admin(scope: &crate::auth::PrincipalScope) -> Result<(), crate::error::Error> {
     if scope.role() != crate::auth::Role::Admin {
@@ -156,11 +169,13 @@ fn periods(now: i64) -> (i64, i64) {
 }
 
 impl BudgetGuard {
-    pub fn new(store: Store, prices: Arc<Prices>) -> Self {
+    pub fn new(store: Store, prices: Arc<Prices>, feed: TenantFeed) -> Self {
         Self {
             inner: Arc::new(Inner {
                 store,
                 prices,
+                feed,
+                announced: Default::default(),
                 views: Default::default(),
                 refreshing: Default::default(),
                 signals: Default::default(),
@@ -261,6 +276,69 @@ impl BudgetGuard {
                 "budget warning: {level} % of a limit is spent"
             );
         }
+        self.announce(tenant, view);
+    }
+
+    /// Put each limit that crossed 80 % or 100 % on the tenant's admin
+    /// stream, once per limit value, period and level (across instances:
+    /// the stream's once-key). A raised limit warns again when it is
+    /// crossed in its turn.
+    fn announce(&self, tenant: &str, view: &View) {
+        let whose = std::iter::once((None, &view.tenant, view.spent)).chain(
+            view.principals.iter().map(|(p, limits)| {
+                let spent = view.spent_by.get(p).copied().unwrap_or_default();
+                (Some(p.as_str()), limits, spent)
+            }),
+        );
+        let mut new = Vec::new();
+        for (principal, limits, spent) in whose {
+            for (line, level) in budget::warnings(limits, &spent) {
+                let period_start = match Period::of(line.name) {
+                    Period::Day => view.day,
+                    Period::Month => view.month,
+                };
+                let key = format!(
+                    "budget.warning:{}:{}:{}:{period_start}:{level}",
+                    principal.unwrap_or(""),
+                    line.name,
+                    line.limit
+                );
+                let mut announced = self
+                    .inner
+                    .announced
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                if announced.len() >= MAX_ANNOUNCED {
+                    // Forgetting costs one more insert that adds nothing.
+                    announced.clear();
+                }
+                if announced.insert((tenant.to_owned(), key.clone())) {
+                    new.push((
+                        key,
+                        TenantEventPayload::BudgetWarning(BudgetWarning {
+                            principal: principal.map(str::to_owned),
+                            name: line.name.to_owned(),
+                            level,
+                            used: line.used,
+                            limit: line.limit,
+                            period_start: crate::time::rfc3339(period_start),
+                        }),
+                    ));
+                }
+            }
+        }
+        if new.is_empty() {
+            return;
+        }
+        // Off the model step's path: the check has already answered.
+        let (feed, tenant) = (self.inner.feed.clone(), tenant.to_owned());
+        tokio::spawn(async move {
+            for (key, payload) in new {
+                if let Err(e) = feed.append(&tenant, Some(&key), &payload).await {
+                    tracing::warn!(error = %e, tenant, "budget warning not put on the stream");
+                }
+            }
+        });
     }
 
     /// The budget gauges and counters, for `/metrics`.
@@ -454,6 +532,7 @@ impl BudgetGuard {
         let (day, month) = periods(now);
         let mut view = View {
             day,
+            month,
             read_at: Some(Instant::now()),
             ..Default::default()
         };
@@ -543,6 +622,21 @@ impl BudgetGuard {
                     ..Default::default()
                 },
             );
+        }
+        // What was just spent may cross a warning level: say so now, not
+        // at the next read (a refused step does not read again).
+        let touched: std::collections::BTreeSet<&str> = calls
+            .iter()
+            .map(|c| c.tenant_id.as_str())
+            .chain(tools.iter().map(|t| t.tenant_id.as_str()))
+            .collect();
+        for tenant in touched {
+            if let Some(slot) = views.get(tenant) {
+                let v = slot.read().unwrap_or_else(|p| p.into_inner());
+                if v.read_at.is_some() {
+                    self.note_level(tenant, &v);
+                }
+            }
         }
     }
 }

@@ -15,6 +15,7 @@
 
 pub mod events;
 pub mod outcome;
+pub mod tenant_events;
 /// [`Risk`] and [`ApprovalPolicy`] are decided on by the pure policy crate,
 /// which owns them.
 pub use demiurge_policy::risk;
