@@ -416,6 +416,50 @@ test("admin: issue a token, revoke it, disable and enable a principal", async ()
   await actx.close();
 });
 
+test("usage: today's tokens on the chart, a budget set from the form warns live, then removed", async () => {
+  // The operator signed in so far has no Usage view.
+  assert.equal(await page.getByRole("link", { name: "Usage" }).isVisible(), false);
+  const uctx = await browser.newContext({ viewport: { width: 1366, height: 900 } });
+  const u = await uctx.newPage();
+  u.setDefaultTimeout(TIMEOUT);
+  await u.goto(BASE + "/console");
+  await u.locator("body[data-ready]").waitFor();
+  await u.getByRole("textbox", { name: "Token" }).fill(ADMIN_TOKEN);
+  await u.getByRole("button", { name: "Sign in" }).click();
+  await u.getByRole("link", { name: "Usage" }).click();
+  await u.getByRole("heading", { name: "Usage", exact: true }).waitFor();
+  // The turns the earlier tests ran are today's bar, and their principal
+  // tops the table.
+  const chart = u.getByRole("img", { name: /tokens per day/ });
+  await chart.waitFor();
+  await u.waitForFunction(() => Number(document.querySelector("#usage-chart rect.bar.today")?.dataset.value) > 0);
+  assert.equal(await u.locator("#usage-chart rect.bar").count(), 14);
+  await u.getByRole("table", { name: "Top principals" }).getByRole("row").filter({ hasText: "console-e2e" }).waitFor();
+  await u.getByRole("table", { name: "Top cores" }).getByRole("row").nth(1).waitFor();
+  await u.getByText("No budget is set: nothing is limited.").waitFor();
+  // Another measure redraws the chart.
+  await u.getByRole("combobox", { name: "Show" }).selectOption("tool_calls");
+  await u.getByRole("img", { name: /tool calls per day/ }).waitFor();
+  // One token a day: already spent today, so it shows spent and warns live.
+  await u.getByRole("spinbutton", { name: "Tokens per day" }).fill("1");
+  await u.getByRole("button", { name: "Save budget" }).click();
+  await u.getByRole("status").filter({ hasText: "The tenant's budget is saved." }).waitFor();
+  await u.getByRole("meter", { name: "Tokens per day: 100 % spent" }).waitFor();
+  await u.getByText(/0 left \(0 %\)/).waitFor();
+  const warning = u.getByRole("list").filter({ has: u.getByText("100 %", { exact: true }) }).getByRole("listitem");
+  await warning.first().waitFor();
+  assert.match(await warning.first().innerText(), /the tenant's Tokens per day/);
+  await shot("12-usage", u);
+  // Removed: nothing is limited again, and turns run.
+  await u.getByRole("spinbutton", { name: "Tokens per day" }).fill("");
+  await u.getByRole("button", { name: "Save budget" }).click();
+  await u.getByRole("status").filter({ hasText: "The tenant's budget is removed." }).waitFor();
+  await u.getByText("No budget is set: nothing is limited.").waitFor();
+  const b = await (await fetch(BASE + "/v1/budgets", { headers: { Authorization: "Bearer " + ADMIN_TOKEN } })).json();
+  assert.deepEqual(b.lines, []);
+  await uctx.close();
+});
+
 test("keyboard only: sign in, create a session, send, approve", async () => {
   const kctx = await browser.newContext({ viewport: { width: 1366, height: 768 }, colorScheme: "dark" });
   const k = await kctx.newPage();

@@ -61,18 +61,26 @@ export async function apiText(method, path, text) {
  * Returns a function that stops following.
  */
 export function follow(sessionId, after, onEvent, onState) {
+  return followStream("/v1/sessions/" + encodeURIComponent(sessionId) + "/events", after, onEvent, onState);
+}
+
+/**
+ * Follow the Server-Sent Events at `path` (events carrying a growing `seq`)
+ * from `after` on, the same way: reconnecting, each event once, in order.
+ */
+export function followStream(path, after, onEvent, onState) {
   const ctrl = new AbortController();
   let last = after;
   let delay = 500;
   (async () => {
     while (!ctrl.signal.aborted) {
       try {
-        const r = await fetch(
-          "/v1/sessions/" + encodeURIComponent(sessionId) + "/events?after=" + last,
-          { headers: { Authorization: "Bearer " + auth.token, Accept: "text/event-stream" }, signal: ctrl.signal },
-        );
-        if (r.status === 401 || r.status === 404) {
-          onState(r.status === 401 ? "unauthorized" : "gone");
+        const r = await fetch(path + "?after=" + last, {
+          headers: { Authorization: "Bearer " + auth.token, Accept: "text/event-stream" },
+          signal: ctrl.signal,
+        });
+        if (r.status === 401 || r.status === 403 || r.status === 404) {
+          onState(r.status === 401 ? "unauthorized" : r.status === 403 ? "forbidden" : "gone");
           return;
         }
         if (!r.ok || !r.body) throw new Error("stream answered " + r.status);

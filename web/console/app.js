@@ -1,6 +1,6 @@
 // The operator console: sign in, sessions, the live session view with tool
 // cards, approvals and questions, the approvals inbox, tasks and tools.
-import { api, apiText, auth, follow, ApiError } from "/console/api.js";
+import { api, apiText, auth, follow, followStream, ApiError } from "/console/api.js";
 import { h, markdown, pretty, countdown, time, badge, riskBadge } from "/console/render.js";
 
 const $ = (id) => document.getElementById(id);
@@ -55,6 +55,7 @@ async function signIn(token) {
   $("views").hidden = false;
   $("signout").hidden = false;
   $("nav-principals").hidden = claims().role !== "admin";
+  $("nav-usage").hidden = claims().role !== "admin";
   $("nav-channels").hidden = claims().role === "member";
   refreshApprovalCount();
   route();
@@ -206,6 +207,7 @@ function route() {
   else if (parts[0] === "tools") view = "tools";
   else if (parts[0] === "principals") view = "principals";
   else if (parts[0] === "channels") view = "channels";
+  else if (parts[0] === "usage") view = "usage";
   else if (parts[0] === "cores") {
     view = "cores";
     state.core = parts[1] ? decodeURIComponent(parts[1]) : state.core || null;
@@ -216,25 +218,30 @@ function route() {
 
 function show(view) {
   state.view = view;
-  for (const v of ["empty", "session", "approvals", "tasks", "tools", "principals", "channels", "cores"]) $("view-" + v).hidden = v !== view;
+  for (const v of ["empty", "session", "approvals", "tasks", "tools", "principals", "channels", "cores", "usage"]) $("view-" + v).hidden = v !== view;
   if (view === "session" && !state.current) $("view-empty").hidden = false;
   const base = state.current ? "#/s/" + state.current : "#/";
   $("nav-session").href = base;
   $("nav-tasks").href = state.current ? base + "/tasks" : "#/tasks";
   $("nav-tools").href = state.current ? base + "/tools" : "#/tools";
-  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools", principals: "nav-principals", channels: "nav-channels", cores: "nav-cores" };
-  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools", "nav-principals", "nav-channels", "nav-cores"]) {
+  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools", principals: "nav-principals", channels: "nav-channels", cores: "nav-cores", usage: "nav-usage" };
+  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools", "nav-principals", "nav-channels", "nav-cores", "nav-usage"]) {
     if (navFor[view] === id) $(id).setAttribute("aria-current", "page");
     else $(id).removeAttribute("aria-current");
   }
   clearInterval(state.poll);
   state.poll = null;
+  if (view !== "usage" && state.stopWarnings) {
+    state.stopWarnings();
+    state.stopWarnings = null;
+  }
   if (view === "approvals") poll(loadApprovals);
   else if (view === "tasks") poll(loadTasks);
   else if (view === "tools") loadTools();
   else if (view === "principals") loadPrincipals();
   else if (view === "channels") loadChannels();
   else if (view === "cores") loadCores();
+  else if (view === "usage") openUsage();
 }
 
 function poll(fn) {
@@ -784,6 +791,212 @@ async function issueToken() {
   }
 }
 
+// ---------------------------------------------------------------- usage
+
+const USAGE_DAYS = 14;
+const LIMITS = ["tokens_per_day", "tokens_per_month", "cost_per_day", "cost_per_month", "cpu_seconds_per_day", "tool_calls_per_day"];
+const LIMIT_NAMES = {
+  tokens_per_day: "Tokens per day",
+  tokens_per_month: "Tokens per month",
+  cost_per_day: "Cost per day",
+  cost_per_month: "Cost per month",
+  cpu_seconds_per_day: "CPU seconds per day",
+  tool_calls_per_day: "Tool calls per day",
+};
+const METRICS = {
+  tokens: { label: "tokens", of: (r) => r.input_tokens + r.output_tokens },
+  cost: { label: "cost", of: (r) => r.cost || 0 },
+  tool_calls: { label: "tool calls", of: (r) => r.tool_calls },
+  cpu_seconds: { label: "CPU seconds", of: (r) => r.cpu_seconds },
+};
+
+function num(v, digits = 0) {
+  return Number(v || 0).toLocaleString("en-US", { maximumFractionDigits: digits });
+}
+
+/** An SVG element (h() makes HTML ones). */
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "text") el.textContent = v;
+    else el.setAttribute(k, String(v));
+  }
+  for (const c of children) if (c) el.append(c);
+  return el;
+}
+
+function dayKey(ms) {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+function openUsage() {
+  loadUsage();
+  if (state.stopWarnings) return;
+  $("budget-warnings").textContent = "";
+  state.warningsSeen = new Set();
+  state.stopWarnings = followStream("/v1/tenant/events", 0, (ev) => {
+    if (ev.type === "budget.warning") addWarning(ev);
+  }, (s) => {
+    if (s === "forbidden") say($("usage-status"), "Usage and budgets need the admin role.", true);
+  });
+}
+
+async function loadUsage() {
+  const today = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate());
+  const from = new Date(today - (USAGE_DAYS - 1) * 86400000).toISOString();
+  const q = (group) => `/v1/usage?bucket=day&from=${encodeURIComponent(from)}` + (group ? "&group=" + group : "");
+  let days, principals, cores, budgets;
+  try {
+    [days, principals, cores, budgets] = await Promise.all([api("GET", q("")), api("GET", q("principal")), api("GET", q("core")), api("GET", "/v1/budgets")]);
+  } catch (e) {
+    say($("usage-status"), e instanceof ApiError && e.status === 403 ? "Usage and budgets need the admin role." : errorText(e), true);
+    return;
+  }
+  if ($("usage-status").classList.contains("error")) say($("usage-status"), "");
+  state.usage = { days, today, currency: days.currency };
+  drawChart();
+  topTable($("usage-principals"), principals.rows, "principal", days.currency);
+  topTable($("usage-cores"), cores.rows, "core", days.currency);
+  showBudgets(budgets);
+}
+
+function drawChart() {
+  const u = state.usage;
+  if (!u) return;
+  const metric = METRICS[$("usage-metric").value] || METRICS.tokens;
+  const per = new Map();
+  for (const r of u.days.rows) {
+    const k = r.start.slice(0, 10);
+    per.set(k, (per.get(k) || 0) + metric.of(r));
+  }
+  const days = [];
+  for (let i = USAGE_DAYS - 1; i >= 0; i--) {
+    const k = dayKey(u.today - i * 86400000);
+    days.push([k, per.get(k) || 0]);
+  }
+  const max = Math.max(...days.map((d) => d[1]), 0);
+  const chart = $("usage-chart");
+  const [W, H, top, bottom] = [700, 180, 14, 22];
+  const slot = W / days.length;
+  const unit = metric === METRICS.cost ? " " + u.currency : " " + metric.label;
+  const digits = metric === METRICS.cost || metric === METRICS.cpu_seconds ? 2 : 0;
+  const title = svg("title", { id: "usage-chart-title", text: `${metric.label} per day, last ${USAGE_DAYS} days` });
+  const nodes = [title, svg("line", { class: "axis", x1: 0, x2: W, y1: H - bottom, y2: H - bottom })];
+  days.forEach(([k, v], i) => {
+    const height = max > 0 ? Math.max(v > 0 ? 1 : 0, ((H - top - bottom) * v) / max) : 0;
+    const x = i * slot + slot * 0.15;
+    nodes.push(
+      svg(
+        "rect",
+        { class: "bar" + (i === days.length - 1 ? " today" : ""), x, y: H - bottom - height, width: slot * 0.7, height, "data-day": k, "data-value": v },
+        svg("title", { text: `${k}: ${num(v, digits)}${unit}` }),
+      ),
+      svg("text", { x: x + slot * 0.35, y: H - 6, "text-anchor": "middle", text: k.slice(8) }),
+    );
+  });
+  if (max > 0) nodes.push(svg("text", { x: 2, y: 11, text: `${num(max, digits)}${unit}` }));
+  chart.replaceChildren(...nodes);
+  const total = days.reduce((a, d) => a + d[1], 0);
+  say($("usage-total"), `${num(total, digits)}${unit} in ${USAGE_DAYS} days`);
+  $("usage-caption").textContent = `${metric.label[0].toUpperCase() + metric.label.slice(1)} per UTC day, ${days[0][0]} to ${days[days.length - 1][0]}; today is the last bar.`;
+}
+
+function topTable(table, rows, key, currency) {
+  const sums = new Map();
+  for (const r of rows) {
+    const id = r[key] ?? "";
+    const s = sums.get(id) || { tokens: 0, cost: null, tool_calls: 0, cpu: 0 };
+    s.tokens += r.input_tokens + r.output_tokens;
+    // Null: no token of it has a price (not free).
+    if (r.cost !== null && r.cost !== undefined) s.cost = (s.cost || 0) + r.cost;
+    s.tool_calls += r.tool_calls;
+    s.cpu += r.cpu_seconds;
+    sums.set(id, s);
+  }
+  const top = [...sums.entries()].sort((a, b) => b[1].tokens - a[1].tokens || b[1].tool_calls - a[1].tool_calls).slice(0, 5);
+  const body = table.querySelector("tbody");
+  body.replaceChildren(
+    ...top.map(([id, s]) =>
+      h(
+        "tr",
+        { dataset: { key: id } },
+        h("th", { scope: "row" }, h("code", { text: id || "—" })),
+        h("td", { text: num(s.tokens) }),
+        h("td", { text: s.cost === null ? "—" : num(s.cost, 2) + " " + currency }),
+        h("td", { text: num(s.tool_calls) }),
+        h("td", { text: num(s.cpu, 2) }),
+      ),
+    ),
+  );
+  if (!top.length) body.append(h("tr", null, h("td.muted", { colspan: "5", text: "Nothing used yet." })));
+}
+
+function budgetLine(l, currency) {
+  const share = l.limit > 0 ? Math.min(l.used / l.limit, 1) : 1;
+  const left = l.limit > 0 ? Math.max(0, 1 - l.used / l.limit) : 0;
+  const money = l.name.startsWith("cost") ? " " + currency : "";
+  const digits = l.name.startsWith("cost") || l.name.startsWith("cpu") ? 2 : 0;
+  return h(
+    "div.budget-line",
+    { dataset: { limit: l.name } },
+    h("span", { text: LIMIT_NAMES[l.name] || l.name }),
+    h("meter", { min: 0, max: 1, low: 0.8, high: 0.99, optimum: 0, value: share, "aria-label": `${LIMIT_NAMES[l.name] || l.name}: ${Math.round(share * 100)} % spent` }),
+    h("span.small", { text: `${num(l.used, digits)} of ${num(l.limit, digits)}${money} · ${num(l.remaining, digits)}${money} left (${Math.round(left * 100)} %)` }),
+  );
+}
+
+function showBudgets(b) {
+  const box = $("budget-lines");
+  const parts = [];
+  if (b.lines.length) {
+    parts.push(h("h4", { text: "Whole tenant" + (b.warning ? ` · ${b.warning} % warning` : "") }), ...b.lines.map((l) => budgetLine(l, b.currency)));
+  }
+  for (const p of b.principals) {
+    parts.push(h("h4", null, "Principal ", h("code", { text: p.principal }), p.warning ? ` · ${p.warning} % warning` : ""), ...p.lines.map((l) => budgetLine(l, b.currency)));
+  }
+  if (!parts.length) parts.push(h("p.muted", { text: "No budget is set: nothing is limited." }));
+  box.replaceChildren(...parts);
+  // The form starts from the tenant-wide budget as set, unless being edited.
+  if (!state.budgetEdited && !$("budget-principal").value.trim()) {
+    for (const k of LIMITS) $("budget-" + k).value = b.budget[k] ?? "";
+  }
+}
+
+async function saveBudget() {
+  const principal = $("budget-principal").value.trim();
+  const limits = {};
+  for (const k of LIMITS) {
+    const v = $("budget-" + k).value.trim();
+    if (v !== "") limits[k] = Number(v);
+  }
+  const body = { limits };
+  if (principal) body.principal = principal;
+  say($("budget-status"), "");
+  try {
+    await api("PUT", "/v1/budgets", body);
+    const whose = principal ? `${principal}'s budget` : "The tenant's budget";
+    say($("budget-status"), Object.keys(limits).length ? `${whose} is saved.` : `${whose} is removed.`);
+    state.budgetEdited = false;
+    loadUsage();
+  } catch (e) {
+    say($("budget-status"), errorText(e), true);
+  }
+}
+
+function addWarning(ev) {
+  if (state.warningsSeen.has(ev.seq)) return;
+  state.warningsSeen.add(ev.seq);
+  const d = ev.data;
+  const whose = d.principal ? `principal ${d.principal}'s` : "the tenant's";
+  const li = h("li", { class: "level-" + d.level, dataset: { seq: ev.seq } },
+    h("strong", { text: `${d.level} %` }),
+    ` of ${whose} ${LIMIT_NAMES[d.name] || d.name} (${num(d.used, 2)} of ${num(d.limit, 2)}) · ${time(ev.at)}`,
+  );
+  $("budget-warnings").prepend(li);
+  // A warning means spend moved: show it.
+  if (state.view === "usage") loadUsage();
+}
+
 // ---------------------------------------------------------------- channels
 
 /** The credential fields each platform takes (CONTRACT.md, channel accounts). */
@@ -1177,6 +1390,14 @@ function init() {
     saveCoreFile();
   });
   $("core-diff-btn").addEventListener("click", showCoreDiff);
+  $("usage-metric").addEventListener("change", drawChart);
+  $("budget-form").addEventListener("input", () => {
+    state.budgetEdited = true;
+  });
+  $("budget-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    saveBudget();
+  });
   $("issue-form").addEventListener("submit", (e) => {
     e.preventDefault();
     issueToken();
