@@ -83,6 +83,12 @@ async fn run() {
             BudgetKind::Budget,
             Some(&limits(1 << 40)),
             "bench",
+            &demiurge::store::NewAudit::by_operator(
+                "acme",
+                "budget.set",
+                "acme",
+                Default::default(),
+            ),
         )
         .await
         .unwrap();
@@ -93,6 +99,12 @@ async fn run() {
             BudgetKind::Budget,
             Some(&limits(1 << 30)),
             "bench",
+            &demiurge::store::NewAudit::by_operator(
+                "acme",
+                "budget.set",
+                "acme",
+                Default::default(),
+            ),
         )
         .await
         .unwrap();

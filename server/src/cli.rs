@@ -98,6 +98,11 @@ pub enum Command {
         #[command(subcommand)]
         command: BudgetCommand,
     },
+    /// Verify tenants' audit chains, or export one tenant's audit log (the server operator).
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
     /// Print the OpenAPI document.
     Openapi,
     /// Apply database migrations and exit.
@@ -175,6 +180,36 @@ pub enum BudgetCommand {
         /// A price list in the format of `serve`'s, for the spend's cost.
         #[arg(long, env = "DEMIURGE_MODEL_PRICES")]
         model_prices: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Walk each tenant's audit chain (or one tenant's) from its start or
+    /// latest checkpoint to its recorded head; exits non-zero naming the
+    /// first broken row.
+    Verify {
+        /// Only this tenant (default: every tenant with an audit log).
+        #[arg(long)]
+        tenant: Option<String>,
+    },
+    /// Print a tenant's audit records as JSON lines, oldest first.
+    Export {
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        /// Records at or after this instant (RFC 3339).
+        #[arg(long)]
+        from: Option<String>,
+        /// Records before this instant (RFC 3339).
+        #[arg(long)]
+        to: Option<String>,
+        /// Only this actor's records.
+        #[arg(long)]
+        actor: Option<String>,
+        /// Only this action, or a family ending in a dot (`approval.`).
+        #[arg(long)]
+        action: Option<String>,
     },
 }
 
@@ -443,6 +478,10 @@ pub struct ServeArgs {
     /// How long hourly usage sums are kept, e.g. `400d`.
     #[arg(long, env = "DEMIURGE_USAGE_ROLLUP_RETENTION", default_value = "400d")]
     pub usage_rollup_retention: String,
+    /// How long audit records are kept, e.g. `730d` (at least `1d`); older
+    /// ones are pruned behind a checkpoint, so each chain still verifies.
+    #[arg(long, env = "DEMIURGE_AUDIT_RETENTION", default_value = "730d")]
+    pub audit_retention: String,
     /// A TOML price list per model (input, output and cached price per
     /// million tokens), so usage reports carry cost (docs/usage.md).
     #[arg(long, env = "DEMIURGE_MODEL_PRICES")]

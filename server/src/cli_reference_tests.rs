@@ -78,6 +78,8 @@ fn every_other_command_is_listed_with_its_arguments() {
             "usage rollup",
             "budget ceiling",
             "budget show",
+            "audit verify",
+            "audit export",
             "openapi",
             "migrate"
         ]

@@ -390,6 +390,8 @@ pub struct Config {
     pub default_tenant_policy: crate::policy::approval_authority::TenantPolicy,
     pub protection: ProtectionConfig,
     pub usage: UsageConfig,
+    /// `--audit-retention`: how long audit records are kept.
+    pub audit_retention: Duration,
 }
 
 /// Usage metering's retention and price list.
@@ -655,6 +657,13 @@ impl Config {
             clarify_timeout: parse_duration("--clarify-timeout", &serve.clarify_timeout)?,
             protection: ProtectionConfig::from_args(serve)?,
             usage: UsageConfig::from_args(serve)?,
+            audit_retention: {
+                let d = parse_duration("--audit-retention", &serve.audit_retention)?;
+                if d < Duration::from_secs(86_400) {
+                    return Err(ConfigError("--audit-retention must be at least 1d".into()));
+                }
+                d
+            },
             auth: AuthConfig {
                 audience: serve.jwt_audience.clone(),
                 external_issuer: serve.jwt_issuer.clone(),

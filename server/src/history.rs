@@ -187,25 +187,29 @@ pub enum SearchError {
     Store(#[from] sqlx::Error),
 }
 
-/// Run one search inside `reach`; a tenant-wide reach is audited (with the
-/// caller and its reason) before anything is read.
+/// The audit row of a tenant-wide search by `who` from `surface`, with
+/// its stated reason: what was asked (shape only, never the searched text).
+pub fn audit_row(
+    who: &PrincipalScope,
+    surface: &crate::store::Surface,
+    reason: &str,
+    req: &Request,
+) -> crate::store::NewAudit {
+    let mut detail = audit_detail(req);
+    detail["reason"] = serde_json::Value::from(reason.trim());
+    who.audit(surface, "history.search", "", detail)
+}
+
+/// Run one search inside `reach`; a tenant-wide reach is audited (the row
+/// from [`audit_row`]) before anything is read.
 pub async fn search(
     store: &crate::store::Store,
     reach: &Reach,
     req: &Request,
-    audit: Option<(&PrincipalScope, &str)>,
+    audit: Option<&crate::store::NewAudit>,
 ) -> Result<Page, SearchError> {
-    if let Some((who, reason)) = audit {
-        store
-            .append_audit(
-                who.tenant(),
-                who.principal(),
-                who.role(),
-                "history.search",
-                reason.trim(),
-                &audit_detail(req),
-            )
-            .await?;
+    if let Some(row) = audit {
+        store.append_audit(row).await?;
     }
     let fetch = req.limit + 1;
     match &req.mode {

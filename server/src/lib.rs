@@ -53,6 +53,9 @@
 //!   bound session, an operator's audited tenant-wide search), the three modes,
 //!   full-text query words; its SQL (FTS5 / tsvector) is in `store`.
 //! - [`running`]: the registry of work running on this node (turns, tasks) and its shutdown.
+//! - [`audit`]: each tenant's audit log of who changed what, from where, as
+//!   a hash chain ([`audit_chain`] its arithmetic): reading it, verifying
+//!   it, pruning it behind checkpoints.
 //!
 //! Deciding and hiding (the pure floor: [`policy`] and [`redact`] are crates
 //! of their own under `crates/`, re-exported here under these names; they
@@ -91,10 +94,10 @@
 //! unless `server/layering.allow` names the arrow (today's tangles, a list
 //! that may only shrink).
 //!
-//! 1. `ids`, `time`, `error`, `home`, `running`, `wire`, `policy`, `redact`: values, vocabulary and pure decisions
+//! 1. `ids`, `time`, `error`, `home`, `running`, `wire`, `policy`, `redact`, `audit_chain`: values, vocabulary and pure decisions
 //! 2. `cli`, `cli_reference`, `telemetry`, `config`: the command line and settings
 //! 3. `store`: the database, its rows and the history index's vocabulary
-//! 4. `events`, `history`, `auth`, `sealing`, `bootstrap`, `metrics`, `usage`: the event log, history search and who may touch state
+//! 4. `events`, `history`, `auth`, `sealing`, `bootstrap`, `metrics`, `usage`, `audit`: the event log, history search, who may touch state and who did
 //! 5. `exec`, `net`, `paths`, `walls`: effects on processes, the network and files, and the walls around them
 //! 6. `mcp`, `catalog`, `core`: what a core declares and the catalog built from it
 //! 7. `authored`, `slots`, `tools`, `tasks`: what runs for a turn: runners, tools, background work
@@ -106,6 +109,8 @@
 
 pub mod api;
 pub mod app;
+pub mod audit;
+pub mod audit_chain;
 pub mod auth;
 pub mod authored;
 pub mod bootstrap;

@@ -6,8 +6,8 @@ use std::time::Duration;
 use clap::Parser;
 use demiurge::auth::{load_or_create_signing_key, Role, TokenService};
 use demiurge::cli::{
-    BudgetCommand, CheckCommand, Cli, Command, CommonArgs, PrincipalCommand, RoleArg, TokenCommand,
-    UsageCommand,
+    AuditCommand, BudgetCommand, CheckCommand, Cli, Command, CommonArgs, PrincipalCommand, RoleArg,
+    TokenCommand, UsageCommand,
 };
 use demiurge::config::{AuthConfig, Config, DatabaseConfig};
 use demiurge::ids::{PrincipalId, TenantId};
@@ -60,6 +60,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Check { command } => check(command).await,
         Command::Usage { command } => usage(&cli.common, command).await,
         Command::Budget { command } => budget(&cli.common, command).await,
+        Command::Audit { command } => audit(&cli.common, command).await,
         Command::Openapi => {
             println!("{}", demiurge::api::openapi_document());
             Ok(())
@@ -277,16 +278,25 @@ async fn issue_token(
             );
         }
         store.ensure_principal(&tenant, &principal, role).await?;
-        Ok(store.principal_cutoff(&tenant, &principal).await?)
+        let cutoff = store.principal_cutoff(&tenant, &principal).await?;
+        // A token must outlive a revocation of the same second.
+        let iat = demiurge::time::now_secs().max(cutoff.map_or(0, |c| c + 1));
+        let issued = tokens.issue_at(&tenant, &principal, role, ttl, iat)?;
+        // No token leaves without its audit row.
+        store
+            .append_audit(&demiurge::store::NewAudit::by_operator(
+                tenant.as_str(),
+                "token.issued",
+                principal.as_str(),
+                serde_json::json!({"role": role.as_str(), "jti": issued.jti,
+                    "expires_at": demiurge::time::rfc3339(issued.expires_at as i64 * 1000)}),
+            ))
+            .await?;
+        Ok(issued)
     }
     .await;
     store.close().await;
-    // A token must outlive a revocation of the same second.
-    let iat = demiurge::time::now_secs().max(prepared?.map_or(0, |c| c + 1));
-    println!(
-        "{}",
-        tokens.issue_at(&tenant, &principal, role, ttl, iat)?.token
-    );
+    println!("{}", prepared?.token);
     Ok(())
 }
 
@@ -360,17 +370,132 @@ async fn toggle_principal(common: &CommonArgs, command: PrincipalCommand) -> any
     Ok(())
 }
 
-/// Append a change to the database; running servers pick it up by polling.
-/// Returns the recorded cutoff (Unix seconds).
+/// Append a change to the database, with its audit row (in the tenant's
+/// chain; a token revoked in every tenant is in none); running servers pick
+/// it up by polling. Returns the recorded cutoff (Unix seconds).
 async fn record_change(common: &CommonArgs, change: &RevocationChange) -> anyhow::Result<i64> {
+    use demiurge::store::NewAudit;
     demiurge::bootstrap::private_home(&common.home)?;
     let db = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
     let store = Store::open(&db).await?;
+    let audit = match change {
+        RevocationChange::Jti {
+            tenant: Some(t),
+            jti,
+        } => Some(NewAudit::by_operator(
+            t.as_str(),
+            "token.revoked",
+            jti,
+            serde_json::json!({"jti": jti}),
+        )),
+        RevocationChange::Jti { tenant: None, .. } => None,
+        RevocationChange::Principal { tenant, principal } => Some(NewAudit::by_operator(
+            tenant.as_str(),
+            "tokens.revoked",
+            principal.as_str(),
+            serde_json::json!({"until_now": true}),
+        )),
+        RevocationChange::Disable { tenant, principal } => Some(NewAudit::by_operator(
+            tenant.as_str(),
+            "principal.disabled",
+            principal.as_str(),
+            serde_json::json!({}),
+        )),
+        RevocationChange::Enable { tenant, principal } => Some(NewAudit::by_operator(
+            tenant.as_str(),
+            "principal.enabled",
+            principal.as_str(),
+            serde_json::json!({}),
+        )),
+    };
     let row = store
-        .record_revocation(change, demiurge::time::now_secs())
+        .record_revocation(change, demiurge::time::now_secs(), audit.as_ref())
         .await;
     store.close().await;
     Ok(row?.cutoff)
+}
+
+async fn audit(common: &CommonArgs, command: AuditCommand) -> anyhow::Result<()> {
+    let db = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
+    let store = Store::open(&db).await?;
+    let done = match command {
+        AuditCommand::Verify { tenant } => audit_verify(&store, tenant).await,
+        AuditCommand::Export {
+            tenant,
+            from,
+            to,
+            actor,
+            action,
+        } => audit_export(&store, tenant, from, to, actor, action).await,
+    };
+    store.close().await;
+    done
+}
+
+async fn audit_verify(store: &Store, tenant: Option<String>) -> anyhow::Result<()> {
+    let tenants = match tenant {
+        Some(t) => vec![TenantId::parse(&t)?.to_string()],
+        None => store.audit_tenants().await?,
+    };
+    let mut broken = 0;
+    for t in &tenants {
+        match demiurge::audit::verify(store, t).await {
+            Ok(v) => println!(
+                "tenant {}: ok, {} records checked, head at {}",
+                v.tenant, v.rows, v.head
+            ),
+            Err(demiurge::audit::VerifyError::Broken(b)) => {
+                broken += 1;
+                println!("{b}");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if broken > 0 {
+        anyhow::bail!("{broken} of {} audit chains are broken", tenants.len());
+    }
+    Ok(())
+}
+
+async fn audit_export(
+    store: &Store,
+    tenant: String,
+    from: Option<String>,
+    to: Option<String>,
+    actor: Option<String>,
+    action: Option<String>,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let tenant = TenantId::parse(&tenant)?;
+    let time = |name: &str, v: Option<String>| -> anyhow::Result<Option<i64>> {
+        v.map(|s| {
+            chrono::DateTime::parse_from_rfc3339(s.trim())
+                .map(|t| t.timestamp_millis())
+                .map_err(|_| anyhow::anyhow!("--{name} {s:?} is not an RFC 3339 time"))
+        })
+        .transpose()
+    };
+    let mut filter = demiurge::store::AuditFilter {
+        from: time("from", from)?,
+        to: time("to", to)?,
+        actor,
+        action,
+        ..Default::default()
+    };
+    // Pages come newest first; gather, then print oldest first.
+    let mut rows = Vec::new();
+    loop {
+        let page = store.audit_events(tenant.as_str(), &filter, 1_000).await?;
+        let Some(last) = page.last() else { break };
+        filter.before_seq = Some(last.seq);
+        rows.extend(page);
+    }
+    let mut out = std::io::stdout().lock();
+    for r in rows.into_iter().rev() {
+        let record = demiurge::api::audit::AuditRecord::from(r);
+        writeln!(out, "{}", serde_json::to_string(&record)?)?;
+    }
+    Ok(())
 }
 
 async fn check(command: CheckCommand) -> anyhow::Result<()> {

@@ -139,12 +139,18 @@ async fn provider_keys_sealed_under_the_old_key_are_resealed_once() {
         .unwrap();
     let legacy = base64::engine::general_purpose::STANDARD.encode([&nonce[..], &ct].concat());
     store
-        .put_provider_key(&acme, "openai", &legacy, &by)
+        .put_provider_key(&acme, "openai", &legacy, &by, None)
         .await
         .unwrap();
     // A row that opens under no key stays as it is.
     store
-        .put_provider_key(&acme, "anthropic", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &by)
+        .put_provider_key(
+            &acme,
+            "anthropic",
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            &by,
+            None,
+        )
         .await
         .unwrap();
 

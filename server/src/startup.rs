@@ -351,6 +351,11 @@ impl Application {
         app.tasks.schedules().start(app.shutdown.clone());
         app.turns.follow_cancels(app.shutdown.clone());
         app.tenant_events.start_upkeep(app.shutdown.clone());
+        crate::audit::start_upkeep(
+            app.store.clone(),
+            app.config.audit_retention,
+            app.shutdown.clone(),
+        );
         crate::usage::Meter::start_upkeep(
             app.store.clone(),
             crate::usage::Retention {

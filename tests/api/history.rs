@@ -233,7 +233,7 @@ async fn an_operator_searches_the_tenant_only_with_an_audited_reason() {
         // Admins read the audit; operators and members do not.
         assert_eq!(app.get(&op, "/v1/audit").await.0, 403);
         assert_eq!(app.get(&alice, "/v1/audit").await.0, 403);
-        let (st, log) = app.get(&admin, "/v1/audit").await;
+        let (st, log) = app.get(&admin, "/v1/audit?action=history.search").await;
         assert_eq!(st, 200, "{log}");
         let records = log["records"].as_array().unwrap();
         assert_eq!(records.len(), 2, "refused searches read nothing: {log}");
@@ -242,24 +242,33 @@ async fn an_operator_searches_the_tenant_only_with_an_audited_reason() {
         assert_eq!(records[1]["principal"], "olga");
         assert_eq!(records[1]["role"], "operator");
         assert_eq!(records[1]["action"], "history.search");
+        assert_eq!(records[1]["surface"], "rest");
         assert_eq!(
             records[1]["detail"],
-            json!({"mode": "full_text", "query_chars": 7, "limit": 20, "offset": 0})
+            json!({"mode": "full_text", "query_chars": 7, "limit": 20, "offset": 0,
+                "reason": "ticket OPS-7: billing dispute"})
         );
         assert!(
             !log.to_string().contains("invoice"),
             "never the searched text"
         );
-        let (_, page) = app.get(&admin, "/v1/audit?limit=1").await;
+        let (_, page) = app
+            .get(&admin, "/v1/audit?limit=1&action=history.search")
+            .await;
         let cursor = page["next_cursor"].as_str().unwrap().to_owned();
         let (_, page2) = app
-            .get(&admin, &format!("/v1/audit?limit=1&cursor={cursor}"))
+            .get(
+                &admin,
+                &format!("/v1/audit?limit=1&action=history.search&cursor={cursor}"),
+            )
             .await;
         assert_eq!(
             page2["records"][0]["reason"],
             "ticket OPS-7: billing dispute"
         );
-        let (_, elsewhere) = app.get(&other_admin, "/v1/audit").await;
+        let (_, elsewhere) = app
+            .get(&other_admin, "/v1/audit?action=history.search")
+            .await;
         assert_eq!(elsewhere["records"], json!([]), "another tenant's audit");
     }
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod apidoc;
+mod audit;
 mod auth;
 mod authored;
 mod authority;

@@ -457,6 +457,12 @@ test("usage: today's tokens on the chart, a budget set from the form warns live,
   await u.getByText("No budget is set: nothing is limited.").waitFor();
   const b = await (await fetch(BASE + "/v1/budgets", { headers: { Authorization: "Bearer " + ADMIN_TOKEN } })).json();
   assert.deepEqual(b.lines, []);
+  // The audit log says those changes, and the approvals decided earlier, came from the console.
+  const audit = await (await fetch(BASE + "/v1/audit?limit=1000", { headers: { Authorization: "Bearer " + ADMIN_TOKEN } })).json();
+  const from = (action) => audit.records.filter((r) => r.action === action).map((r) => r.surface);
+  assert.deepEqual(from("budget.set"), ["console"]);
+  assert.deepEqual(from("budget.removed"), ["console"]);
+  assert.ok(from("approval.decided").length >= 2 && from("approval.decided").every((s) => s === "console"), JSON.stringify(from("approval.decided")));
   await uctx.close();
 });
 

@@ -14,6 +14,9 @@ export const auth = {
   },
 };
 
+/** Every call says it comes from the console (the audit log's `surface`). */
+const CLIENT = { "X-Demiurge-Client": "console" };
+
 export class ApiError extends Error {
   constructor(status, code, message) {
     super(message);
@@ -24,7 +27,7 @@ export class ApiError extends Error {
 
 /** One JSON request; throws ApiError with the server's envelope on 4xx/5xx. */
 export async function api(method, path, body) {
-  const headers = { Authorization: "Bearer " + auth.token };
+  const headers = { ...CLIENT, Authorization: "Bearer " + auth.token };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const r = await fetch(path, {
     method,
@@ -44,7 +47,7 @@ export async function api(method, path, body) {
  * the server's envelope on 4xx/5xx. Returns the response text.
  */
 export async function apiText(method, path, text) {
-  const headers = { Authorization: "Bearer " + auth.token };
+  const headers = { ...CLIENT, Authorization: "Bearer " + auth.token };
   if (text !== undefined) headers["Content-Type"] = "text/plain; charset=utf-8";
   const r = await fetch(path, { method, headers, body: text });
   if (!r.ok) {
@@ -76,7 +79,7 @@ export function followStream(path, after, onEvent, onState) {
     while (!ctrl.signal.aborted) {
       try {
         const r = await fetch(path + "?after=" + last, {
-          headers: { Authorization: "Bearer " + auth.token, Accept: "text/event-stream" },
+          headers: { ...CLIENT, Authorization: "Bearer " + auth.token, Accept: "text/event-stream" },
           signal: ctrl.signal,
         });
         if (r.status === 401 || r.status === 403 || r.status === 404) {

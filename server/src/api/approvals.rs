@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::{ApiJson, ApiPath, ApiQuery, Auth};
+use super::extract::{ApiJson, ApiPath, ApiQuery, Auth, Via};
 use crate::app::SharedApp;
 use crate::error::Error;
 use crate::store::ApprovalRow;
@@ -144,6 +144,7 @@ pub async fn list_approvals(
 pub async fn decide_approval(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<DecideApproval>,
 ) -> ApiResult<Json<ApprovalView>> {
@@ -154,7 +155,7 @@ pub async fn decide_approval(
             req.decision
         ))
     })?;
-    let row = app.approvals.decide(&scope, &id, decision).await?;
+    let row = app.approvals.decide(&scope, &via, &id, decision).await?;
     Ok(Json(row.into()))
 }
 
@@ -166,6 +167,7 @@ pub async fn decide_approval(
 pub async fn answer_clarification(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<AnswerClarification>,
 ) -> ApiResult<StatusCode> {
@@ -173,7 +175,9 @@ pub async fn answer_clarification(
     if req.answer.chars().count() > 20_000 {
         return Err(Error::Invalid("answer is longer than 20000 characters".into()).into());
     }
-    app.clarifications.answer(&scope, &id, &req.answer).await?;
+    app.clarifications
+        .answer(&scope, &via, &id, &req.answer)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

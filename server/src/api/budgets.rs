@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::{ApiJson, Auth};
+use super::extract::{ApiJson, Auth, Via};
 use crate::app::SharedApp;
 use crate::usage::budget::{self, Limits, Spend};
 use crate::usage::guard::Status;
@@ -152,11 +152,12 @@ pub async fn get_budgets(
 pub async fn put_budget(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiJson(req): ApiJson<SetBudget>,
 ) -> ApiResult<Json<BudgetsView>> {
     let status = app
         .budgets
-        .set(&scope, req.principal.as_deref(), req.limits)
+        .set(&scope, &via, req.principal.as_deref(), req.limits)
         .await?;
     Ok(Json(view(
         scope.tenant().as_str(),

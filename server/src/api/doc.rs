@@ -10,8 +10,9 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::SseEvent;
 use super::{
-    approvals, budgets, channels, cores, events, health, principals, providers, runs, schedules,
-    search, sessions, stream, tasks, tenant_events, tenant_policy, tokens, tools, turns, usage,
+    approvals, audit, budgets, channels, cores, events, health, principals, providers, runs,
+    schedules, search, sessions, stream, tasks, tenant_events, tenant_policy, tokens, tools, turns,
+    usage,
 };
 use crate::wire::events::{Event, EventPayload};
 
@@ -28,7 +29,7 @@ use crate::wire::events::{Event, EventPayload};
         approvals::list_approvals, approvals::decide_approval, approvals::answer_clarification,
         approvals::revoke_session_grants,
         tasks::list_tasks, tasks::get_task, tasks::cancel_task, tasks::task_logs,
-        schedules::list_schedules, schedules::get_schedule, schedules::delete_schedule, search::search, search::list_audit,
+        schedules::list_schedules, schedules::get_schedule, schedules::delete_schedule, search::search, audit::list_audit,
         tokens::issue_token, tokens::revoke_tokens,
         principals::list_principals, principals::disable_principal, principals::enable_principal,
         tenant_policy::get_tenant_policy, tenant_policy::put_tenant_policy, usage::get_usage,

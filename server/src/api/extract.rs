@@ -11,6 +11,7 @@ use super::error::ApiError;
 use crate::app::SharedApp;
 use crate::auth::{AuthError, PrincipalScope};
 use crate::error::Error;
+use crate::store::Surface;
 
 /// The caller, verified from the bearer token alone, within its rate limit.
 pub struct Auth(pub PrincipalScope);
@@ -68,6 +69,31 @@ impl FromRequestParts<SharedApp> for Auth {
         app: &SharedApp,
     ) -> Result<Self, Self::Rejection> {
         admit(app, bearer(parts)).map(Auth)
+    }
+}
+
+/// Where a REST call came from, for the audit log: the console marks its
+/// calls with `X-Demiurge-Client: console`; anything else is `rest`. Not
+/// authority (the caller is [`Auth`]'s), only which of its tools it used.
+pub struct Via(pub Surface);
+
+/// The header the console sends on every call.
+pub const CLIENT_HEADER: &str = "x-demiurge-client";
+
+impl<S: Send + Sync> FromRequestParts<S> for Via {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let console = parts
+            .headers
+            .get(CLIENT_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("console"));
+        Ok(Via(if console {
+            Surface::Console
+        } else {
+            Surface::Rest
+        }))
     }
 }
 

@@ -2,6 +2,7 @@
 //! [`router`] assembles every route; [`ApiDoc`] lists them for OpenAPI.
 
 pub mod approvals;
+pub mod audit;
 pub mod budgets;
 pub mod channels;
 pub mod console;
@@ -71,7 +72,7 @@ pub fn router(app: SharedApp) -> Router {
             post(approvals::answer_clarification),
         )
         .route("/v1/search", get(search::search))
-        .route("/v1/audit", get(search::list_audit))
+        .route("/v1/audit", get(audit::list_audit))
         .route("/v1/usage", get(usage::get_usage))
         .route("/v1/tenant/events", get(tenant_events::tenant_events))
         .route(

@@ -6,7 +6,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::{ApiPath, Auth};
+use super::extract::{ApiPath, Auth, Via};
 use crate::app::SharedApp;
 use crate::auth::admin;
 use crate::ids::PrincipalId;
@@ -60,6 +60,7 @@ pub async fn list_principals(
 async fn set(
     app: SharedApp,
     scope: crate::auth::PrincipalScope,
+    via: crate::store::Surface,
     id: &str,
     disabled: bool,
 ) -> ApiResult<Json<PrincipalState>> {
@@ -69,6 +70,7 @@ async fn set(
         &app.revocations,
         &app.store,
         &scope,
+        &via,
         principal.clone(),
         disabled,
     )
@@ -90,9 +92,10 @@ async fn set(
 pub async fn disable_principal(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<PrincipalState>> {
-    set(app, scope, &id, true).await
+    set(app, scope, via, &id, true).await
 }
 
 /// Enable a principal again; tokens revoked meanwhile stay revoked.
@@ -103,7 +106,8 @@ pub async fn disable_principal(
 pub async fn enable_principal(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<PrincipalState>> {
-    set(app, scope, &id, false).await
+    set(app, scope, via, &id, false).await
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::{ApiJson, ApiPath, Auth};
+use super::extract::{ApiJson, ApiPath, Auth, Via};
 use crate::app::SharedApp;
 use crate::error::Error;
 use crate::store::ProviderKeyRow;
@@ -89,6 +89,7 @@ pub async fn list_provider_keys(
 pub async fn put_provider_key(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiPath(name): ApiPath<String>,
     ApiJson(req): ApiJson<SetProviderKey>,
 ) -> ApiResult<Json<ProviderKeyView>> {
@@ -100,7 +101,7 @@ pub async fn put_provider_key(
         )
         .into());
     }
-    let row = app.turns.set_provider_key(&scope, name, key).await?;
+    let row = app.turns.set_provider_key(&scope, &via, name, key).await?;
     Ok(Json(row.into()))
 }
 
@@ -113,9 +114,10 @@ pub async fn put_provider_key(
 pub async fn delete_provider_key(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     let name = provider(&name)?;
-    app.turns.delete_provider_key(&scope, name).await?;
+    app.turns.delete_provider_key(&scope, &via, name).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,6 +1,6 @@
-//! History search over the caller's sessions (`GET /v1/search`), an
-//! operator's audited tenant-wide search, and the audit log admins read
-//! (`GET /v1/audit`). The rules are in [`crate::history`].
+//! History search over the caller's sessions (`GET /v1/search`) and an
+//! operator's audited tenant-wide search. The rules are in
+//! [`crate::history`].
 
 use axum::extract::State;
 use axum::Json;
@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::{ApiQuery, Auth};
+use super::extract::{ApiQuery, Auth, Via};
 use crate::app::SharedApp;
 use crate::error::Error;
 use crate::history::{Page, Reach, RefuseSearch, Request, SearchError};
@@ -102,6 +102,7 @@ impl From<SearchError> for super::error::ApiError {
 pub async fn search(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiQuery(q): ApiQuery<SearchQuery>,
 ) -> ApiResult<Json<SearchResults>> {
     let session = match q.session.as_deref().filter(|s| !s.is_empty()) {
@@ -139,11 +140,13 @@ pub async fn search(
     };
     let (reach, audit) = if tenant_wide {
         let reach = Reach::tenant(&scope, q.reason.as_deref()).map_err(SearchError::from)?;
-        (reach, Some((&scope, q.reason.as_deref().unwrap_or(""))))
+        let row =
+            crate::history::audit_row(&scope, &via, q.reason.as_deref().unwrap_or(""), &request);
+        (reach, Some(row))
     } else {
         (Reach::owned(&scope), None)
     };
-    let page = crate::history::search(&app.store, &reach, &request, audit)
+    let page = crate::history::search(&app.store, &reach, &request, audit.as_ref())
         .await
         .map_err(Error::from)?;
     Ok(Json(match page {
@@ -181,99 +184,5 @@ pub async fn search(
             ),
             next_cursor: next_offset.map(|n| n.to_string()),
         },
-    }))
-}
-
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct AuditQuery {
-    /// Records older than this cursor (a previous answer's `next_cursor`;
-    /// empty: the newest).
-    #[param(pattern = "^(|[1-9][0-9]{0,17})$")]
-    pub cursor: Option<String>,
-    /// Most records, 1 to 200 (default 50).
-    #[param(minimum = 1, maximum = 200)]
-    pub limit: Option<u32>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AuditRecord {
-    pub id: i64,
-    /// Who acted (a principal of the same tenant) and with which role.
-    pub principal: String,
-    pub role: String,
-    /// What was done, e.g. `history.search`.
-    pub action: String,
-    /// The reason the actor stated.
-    pub reason: String,
-    /// What was asked (shape only: modes, sizes, ids; never searched text).
-    #[schema(value_type = Object)]
-    pub detail: serde_json::Value,
-    pub at: String,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AuditLog {
-    /// Newest first.
-    pub records: Vec<AuditRecord>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-}
-
-/// The caller's tenant audit log of operator actions (tenant admins).
-#[utoipa::path(get, path = "/v1/audit", tag = "tenant", params(AuditQuery),
-    responses((status = 200, body = AuditLog), (status = 400, body = ErrorBody),
-        (status = 403, body = ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn list_audit(
-    State(app): State<SharedApp>,
-    Auth(scope): Auth,
-    ApiQuery(q): ApiQuery<AuditQuery>,
-) -> ApiResult<Json<AuditLog>> {
-    if scope.role() != crate::auth::Role::Admin {
-        return Err(Error::Forbidden("only a tenant admin may read the audit log".into()).into());
-    }
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=200).contains(&limit) {
-        return Err(Error::Invalid(format!("limit {limit} is not between 1 and 200")).into());
-    }
-    let before = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
-        Some(c) => Some(
-            c.parse::<i64>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| Error::Invalid("cursor is not a cursor this server gave".into()))?,
-        ),
-        None => None,
-    };
-    let rows = app
-        .store
-        .audit_records(scope.tenant(), before, limit + 1)
-        .await?;
-    let (rows, more) = {
-        let more = rows.len() > limit as usize;
-        let mut rows = rows;
-        rows.truncate(limit as usize);
-        (rows, more)
-    };
-    let next_cursor = if more {
-        rows.last().map(|r| r.id.to_string())
-    } else {
-        None
-    };
-    Ok(Json(AuditLog {
-        records: rows
-            .into_iter()
-            .map(|r| AuditRecord {
-                id: r.id,
-                principal: r.principal_id,
-                role: r.role,
-                action: r.action,
-                reason: r.reason,
-                detail: r.detail,
-                at: crate::time::rfc3339(r.created_at),
-            })
-            .collect(),
-        next_cursor,
     }))
 }

@@ -244,7 +244,11 @@ async fn client_frame(app: &SharedApp, scope: &PrincipalScope, text: &str) -> se
     else {
         return error("decision must be allow_once, allow_session or deny".into());
     };
-    match app.approvals.decide(scope, id, decision).await {
+    match app
+        .approvals
+        .decide(scope, &crate::store::Surface::WebSocket, id, decision)
+        .await
+    {
         Ok(row) => {
             serde_json::json!({"type": "approval.ack", "approval_id": row.id, "state": row.state, "decision": row.decision})
         }

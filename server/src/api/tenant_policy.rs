@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::{ApiJson, Auth};
+use super::extract::{ApiJson, Auth, Via};
 use crate::app::SharedApp;
 use crate::error::Error;
 use crate::policy::approval_authority::MemberMaxRisk;
@@ -61,6 +61,7 @@ pub async fn get_tenant_policy(
 pub async fn put_tenant_policy(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiJson(req): ApiJson<SetTenantPolicy>,
 ) -> ApiResult<Json<TenantPolicyView>> {
     let max = MemberMaxRisk::parse(&req.member_max_risk).ok_or_else(|| {
@@ -69,7 +70,7 @@ pub async fn put_tenant_policy(
             req.member_max_risk.chars().take(40).collect::<String>()
         ))
     })?;
-    let row = app.approvals.set_tenant_policy(&scope, max).await?;
+    let row = app.approvals.set_tenant_policy(&scope, &via, max).await?;
     Ok(Json(TenantPolicyView {
         tenant: scope.tenant().to_string(),
         member_max_risk: row.member_max_risk,

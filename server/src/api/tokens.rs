@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::{ApiJson, Auth};
+use super::extract::{ApiJson, Auth, Via};
 use crate::app::SharedApp;
 use crate::auth::{admin, Role};
 use crate::error::Error;
@@ -86,6 +86,7 @@ fn secs_rfc3339(secs: u64) -> String {
 pub async fn issue_token(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiJson(req): ApiJson<IssueToken>,
 ) -> ApiResult<(StatusCode, Json<IssuedTokenView>)> {
     let role = match req.role.as_deref() {
@@ -103,9 +104,12 @@ pub async fn issue_token(
         &app.revocations,
         &app.store,
         &scope,
-        &principal,
-        role,
-        ttl,
+        &via,
+        admin::NewToken {
+            principal: &principal,
+            role,
+            ttl,
+        },
     )
     .await?;
     Ok((
@@ -129,11 +133,12 @@ pub async fn issue_token(
 pub async fn revoke_tokens(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiJson(req): ApiJson<RevokeTokens>,
 ) -> ApiResult<Json<RevocationView>> {
     admin::may_administer(&scope)?;
     let target = admin::revoke_target(req.jti.as_deref(), req.principal.as_deref())?;
-    let row = admin::revoke(&app.revocations, &app.store, scope.tenant(), target).await?;
+    let row = admin::revoke(&app.revocations, &app.store, &scope, &via, target).await?;
     Ok(Json(RevocationView {
         kind: row.kind,
         tenant: scope.tenant().to_string(),

@@ -8,8 +8,10 @@ use std::time::Duration;
 use super::revocation::{self, Revocations};
 use super::{IssueError, IssuedToken, PrincipalScope, Role, TokenService, MAX_JTI_LEN};
 use crate::error::Error;
-use crate::ids::{PrincipalId, TenantId};
-use crate::store::{RevocationChange, RevocationRow, Store};
+use crate::ids::PrincipalId;
+#[cfg(test)]
+use crate::ids::TenantId;
+use crate::store::{RevocationChange, RevocationRow, Store, Surface};
 
 /// Only a tenant's admins manage its tokens and principals.
 pub fn may_administer(caller: &PrincipalScope) -> Result<(), Error> {
@@ -52,18 +54,31 @@ impl From<IssueError> for Error {
     }
 }
 
-/// Issue a token for `principal` of the caller's tenant (created if
-/// missing), after [`may_issue`] allowed it. Its `iat` follows any
-/// revocation of the same second, so it survives it.
+/// A token to issue: for whom, with which role, for how long.
+#[derive(Debug, Clone, Copy)]
+pub struct NewToken<'a> {
+    pub principal: &'a PrincipalId,
+    pub role: Role,
+    pub ttl: Duration,
+}
+
+/// Issue a token for a principal of the caller's tenant (created if
+/// missing), after [`may_issue`] allowed it, recorded in the audit log from
+/// `via`. Its `iat` follows any revocation of the same second, so it
+/// survives it.
 pub async fn issue(
     tokens: &TokenService,
     revocations: &Revocations,
     store: &Store,
     caller: &PrincipalScope,
-    principal: &PrincipalId,
-    role: Role,
-    ttl: Duration,
+    via: &Surface,
+    new: NewToken<'_>,
 ) -> Result<IssuedToken, Error> {
+    let NewToken {
+        principal,
+        role,
+        ttl,
+    } = new;
     tokens.check_ttl(ttl)?;
     let tenant = caller.tenant();
     if revocations.is_disabled(tenant.as_str(), principal.as_str())
@@ -76,7 +91,18 @@ pub async fn issue(
     store.ensure_principal(tenant, principal, role).await?;
     let cutoff = revocations.cutoff(tenant.as_str(), principal.as_str());
     let iat = crate::time::now_secs().max(cutoff.map_or(0, |c| c + 1));
-    Ok(tokens.issue_at(tenant, principal, role, ttl, iat)?)
+    let issued = tokens.issue_at(tenant, principal, role, ttl, iat)?;
+    // No token leaves without its audit row.
+    store
+        .append_audit(&caller.audit(
+            via,
+            "token.issued",
+            principal.as_str(),
+            serde_json::json!({"role": role.as_str(), "jti": issued.jti,
+                "expires_at": crate::time::rfc3339(issued.expires_at as i64 * 1000)}),
+        ))
+        .await?;
+    Ok(issued)
 }
 
 /// What to revoke in the caller's tenant.
@@ -109,20 +135,33 @@ pub fn revoke_target(jti: Option<&str>, principal: Option<&str>) -> Result<Revok
 pub async fn revoke(
     revocations: &Revocations,
     store: &Store,
-    tenant: &TenantId,
+    caller: &PrincipalScope,
+    via: &Surface,
     target: RevokeTarget,
 ) -> Result<RevocationRow, Error> {
-    let change = match target {
-        RevokeTarget::Jti(jti) => RevocationChange::Jti {
-            tenant: Some(tenant.clone()),
-            jti,
-        },
-        RevokeTarget::Principal(principal) => RevocationChange::Principal {
-            tenant: tenant.clone(),
-            principal,
-        },
+    let tenant = caller.tenant();
+    let (change, audit) = match target {
+        RevokeTarget::Jti(jti) => (
+            RevocationChange::Jti {
+                tenant: Some(tenant.clone()),
+                jti: jti.clone(),
+            },
+            caller.audit(via, "token.revoked", &jti, serde_json::json!({"jti": jti})),
+        ),
+        RevokeTarget::Principal(principal) => (
+            RevocationChange::Principal {
+                tenant: tenant.clone(),
+                principal: principal.clone(),
+            },
+            caller.audit(
+                via,
+                "tokens.revoked",
+                principal.as_str(),
+                serde_json::json!({"until_now": true}),
+            ),
+        ),
     };
-    Ok(revocation::record(revocations, store, &change).await?)
+    Ok(revocation::record(revocations, store, &change, Some(&audit)).await?)
 }
 
 /// Disable or enable a principal of the caller's tenant. An admin cannot
@@ -131,6 +170,7 @@ pub async fn set_disabled(
     revocations: &Revocations,
     store: &Store,
     caller: &PrincipalScope,
+    via: &Surface,
     principal: PrincipalId,
     disabled: bool,
 ) -> Result<(), Error> {
@@ -138,12 +178,22 @@ pub async fn set_disabled(
         return Err(Error::Conflict("you cannot disable yourself".into()));
     }
     let tenant = caller.tenant().clone();
+    let audit = caller.audit(
+        via,
+        if disabled {
+            "principal.disabled"
+        } else {
+            "principal.enabled"
+        },
+        principal.as_str(),
+        serde_json::json!({}),
+    );
     let change = if disabled {
         RevocationChange::Disable { tenant, principal }
     } else {
         RevocationChange::Enable { tenant, principal }
     };
-    revocation::record(revocations, store, &change).await?;
+    revocation::record(revocations, store, &change, Some(&audit)).await?;
     Ok(())
 }
 

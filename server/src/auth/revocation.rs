@@ -271,15 +271,16 @@ impl Revocations {
     }
 }
 
-/// Record a change in the database and apply it to this instance's cache at
-/// once; other instances see it at their next poll.
+/// Record a change in the database, with its audit row, and apply it to
+/// this instance's cache at once; other instances see it at their next poll.
 pub async fn record(
     cache: &Revocations,
     store: &Store,
     change: &RevocationChange,
+    audit: Option<&crate::store::NewAudit>,
 ) -> Result<RevocationRow, sqlx::Error> {
     let row = store
-        .record_revocation(change, crate::time::now_secs())
+        .record_revocation(change, crate::time::now_secs(), audit)
         .await?;
     if let Some(e) = Entry::from_row(&row) {
         cache.apply_local(&e);

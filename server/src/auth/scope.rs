@@ -36,6 +36,26 @@ impl PrincipalScope {
         self.role
     }
 
+    /// An audit row for a change this caller makes from `surface`: the
+    /// actor is who the token says, never a request field.
+    pub fn audit(
+        &self,
+        surface: &crate::store::Surface,
+        action: &str,
+        target: &str,
+        detail: serde_json::Value,
+    ) -> crate::store::NewAudit {
+        crate::store::NewAudit {
+            tenant: self.tenant.as_str().to_owned(),
+            actor: self.principal.as_str().to_owned(),
+            role: self.role.as_str().to_owned(),
+            surface: surface.to_string(),
+            action: action.to_owned(),
+            target: target.to_owned(),
+            detail,
+        }
+    }
+
     /// Operators and admins may see operator surfaces (task logs, audits).
     pub fn is_operator(&self) -> bool {
         self.role >= Role::Operator

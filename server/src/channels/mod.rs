@@ -842,7 +842,7 @@ impl Channels {
                 approval_id,
                 decision,
             }) => {
-                let notice = match self.decide(&scope, &approval_id, decision).await {
+                let notice = match self.decide(&scope, platform, &approval_id, decision).await {
                     Ok(n) | Err(n) => n,
                 };
                 return self.reply(&t, &notice).await;
@@ -885,7 +885,13 @@ impl Channels {
         }
         // A pending question of this conversation: this message answers it.
         if let Some(cid) = store.pending_clarification_of(&conv.session_id).await? {
-            return match self.inner.clarifications.answer(&scope, &cid, text).await {
+            let via = crate::store::Surface::Chat(platform.as_str().to_owned());
+            return match self
+                .inner
+                .clarifications
+                .answer(&scope, &via, &cid, text)
+                .await
+            {
                 Ok(()) => Ok(()),
                 Err(e) => {
                     self.reply(&t, &format!("Could not answer the question: {e}"))
@@ -987,6 +993,7 @@ impl Channels {
     async fn decide(
         &self,
         scope: &PrincipalScope,
+        platform: ChannelKind,
         approval_id: &str,
         decision: commands::Decision,
     ) -> std::result::Result<String, String> {
@@ -998,7 +1005,8 @@ impl Channels {
             return Err(stale());
         };
         let id = uuid.as_hyphenated().to_string();
-        match self.inner.approvals.decide(scope, &id, d).await {
+        let via = crate::store::Surface::Chat(platform.as_str().to_owned());
+        match self.inner.approvals.decide(scope, &via, &id, d).await {
             Ok(_) => Ok(format!("{}.", decision.label())),
             Err(Error::NotFound) => Err(stale()),
             Err(Error::Conflict(m)) => Err(format!("Approval {id}: {m}.")),
@@ -1042,7 +1050,7 @@ impl Channels {
             Err("You are not allowed to use this bot.".to_owned())
         } else {
             let scope = self.scope_of(account, platform, user).await?;
-            self.decide(&scope, approval_id, decision).await
+            self.decide(&scope, platform, approval_id, decision).await
         };
         let t = Target {
             account,

@@ -105,12 +105,12 @@ impl Clarifications {
                         }
                     }
                     _ = tokio::time::sleep_until(deadline) => {
-                        if self.store.settle_clarification(&id, None).await? {
+                        if self.store.settle_clarification(&id, None, None).await? {
                             return Ok(Answer::TimedOut);
                         }
                     }
                     _ = cancel.cancelled() => {
-                        if self.store.settle_clarification(&id, None).await? {
+                        if self.store.settle_clarification(&id, None, None).await? {
                             return Ok(Answer::Cancelled);
                         }
                     }
@@ -123,7 +123,13 @@ impl Clarifications {
     }
 
     /// The session owner's answer.
-    pub async fn answer(&self, scope: &PrincipalScope, id: &str, answer: &str) -> Result<()> {
+    pub async fn answer(
+        &self,
+        scope: &PrincipalScope,
+        via: &crate::store::Surface,
+        id: &str,
+        answer: &str,
+    ) -> Result<()> {
         let row = self
             .store
             .get_clarification(scope.tenant(), scope.principal(), id)
@@ -137,7 +143,20 @@ impl Clarifications {
         }
         // The model gets the answer as given; the record and the event keep it redacted.
         let shown = SecretRedactor::new().redact_str_for(answer, View::Event);
-        if !self.store.settle_clarification(id, Some(&shown)).await? {
+        // The record says who answered and from where; the answer itself is
+        // in the session's log, not here.
+        let audit = scope.audit(
+            via,
+            "clarification.answered",
+            id,
+            serde_json::json!({"session_id": row.session_id.to_string(),
+                "answer_chars": answer.chars().count()}),
+        );
+        if !self
+            .store
+            .settle_clarification(id, Some(&shown), Some(&audit))
+            .await?
+        {
             return Err(Error::Conflict(
                 "clarification was settled meanwhile".into(),
             ));

@@ -140,8 +140,10 @@ impl Store {
         state: ApprovalState,
         decision: Option<Decision>,
         decided_by: Option<&str>,
+        audit: Option<&super::NewAudit>,
     ) -> Result<bool, sqlx::Error> {
         let _gate = self.write_gate().await;
+        let mut tx = self.pool().begin().await?;
         let res = sqlx::query(
             "UPDATE approvals SET state = $1, decision = $2, decided_at = $3, decided_by = $4 \
              WHERE id = $5 AND state = 'pending'",
@@ -151,9 +153,15 @@ impl Store {
         .bind(now_ms())
         .bind(decided_by)
         .bind(id)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        Ok(res.rows_affected() == 1)
+        let settled = res.rows_affected() == 1;
+        // Only the decision that settled it is recorded.
+        if let (true, Some(a)) = (settled, audit) {
+            super::audit::append_in(self.backend(), &mut tx, a).await?;
+        }
+        tx.commit().await?;
+        Ok(settled)
     }
 
     /// An approval of this tenant (any principal; the caller decides who may see it).
@@ -289,8 +297,10 @@ impl Store {
         &self,
         id: &str,
         answer: Option<&str>,
+        audit: Option<&super::NewAudit>,
     ) -> Result<bool, sqlx::Error> {
         let _gate = self.write_gate().await;
+        let mut tx = self.pool().begin().await?;
         let state = if answer.is_some() {
             ClarificationState::Answered
         } else {
@@ -303,9 +313,14 @@ impl Store {
         .bind(answer)
         .bind(now_ms())
         .bind(id)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        Ok(res.rows_affected() == 1)
+        let settled = res.rows_affected() == 1;
+        if let (true, Some(a)) = (settled, audit) {
+            super::audit::append_in(self.backend(), &mut tx, a).await?;
+        }
+        tx.commit().await?;
+        Ok(settled)
     }
 
     pub async fn get_clarification(

@@ -65,7 +65,7 @@ impl Store {
             .collect()
     }
 
-    /// Set (`Some`) or remove (`None`) one row.
+    /// Set (`Some`) or remove (`None`) one row, with its audit row.
     pub async fn set_budget(
         &self,
         tenant: &str,
@@ -73,8 +73,10 @@ impl Store {
         kind: BudgetKind,
         limits: Option<&str>,
         by: &str,
+        audit: &super::NewAudit,
     ) -> Result<(), sqlx::Error> {
         let _gate = self.write_gate().await;
+        let mut tx = self.pool().begin().await?;
         match limits {
             Some(limits) => {
                 sqlx::query(
@@ -90,7 +92,7 @@ impl Store {
                 .bind(limits)
                 .bind(crate::time::now_ms())
                 .bind(by)
-                .execute(self.pool())
+                .execute(&mut *tx)
                 .await?;
             }
             None => {
@@ -100,10 +102,11 @@ impl Store {
                 .bind(tenant)
                 .bind(principal)
                 .bind(kind.as_str())
-                .execute(self.pool())
+                .execute(&mut *tx)
                 .await?;
             }
         }
-        Ok(())
+        super::audit::append_in(self.backend(), &mut tx, audit).await?;
+        tx.commit().await
     }
 }

@@ -1,5 +1,6 @@
 //! History search: SQLite FTS5 and PostgreSQL full-text queries over message
-//! text, sessions for browsing, and the audit log of operator searches. The
+//! text and sessions for browsing (an operator's search is audited in
+//! [`super::audit`]). The
 //! index's vocabulary is [`super::search_index`]; who gets which reach and
 //! which mode a request is are decided in `crate::history`.
 
@@ -9,18 +10,6 @@ use super::search_index::{clip, fts5_match, pg_reach_query, terms, Hit, Reach, S
 use super::search_index::{HIT_CHARS, PREVIEW_CHARS};
 use super::Store;
 use crate::config::Backend;
-
-/// One audit record.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct AuditRow {
-    pub id: i64,
-    pub principal_id: String,
-    pub role: String,
-    pub action: String,
-    pub reason: String,
-    pub detail: serde_json::Value,
-    pub created_at: i64,
-}
 
 fn hit(r: &sqlx::any::AnyRow) -> Result<Hit, sqlx::Error> {
     let text: String = r.try_get(4)?;
@@ -190,66 +179,6 @@ impl Store {
                 updated_at: r.try_get(2)?,
                 preview,
                 message_count: r.try_get(3)?,
-            });
-        }
-        Ok(out)
-    }
-
-    /// Record an operator action that crosses principals: `who` acted, as
-    /// `role`, in `tenant`.
-    pub async fn append_audit(
-        &self,
-        tenant: &crate::ids::TenantId,
-        who: &crate::ids::PrincipalId,
-        role: crate::policy::Role,
-        action: &str,
-        reason: &str,
-        detail: &serde_json::Value,
-    ) -> Result<(), sqlx::Error> {
-        let _gate = self.write_gate().await;
-        sqlx::query(
-            "INSERT INTO audit_log (tenant_id, principal_id, role, action, reason, detail, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(tenant.as_str())
-        .bind(who.as_str())
-        .bind(role.as_str())
-        .bind(action)
-        .bind(reason)
-        .bind(detail.to_string())
-        .bind(crate::time::now_ms())
-        .execute(self.pool())
-        .await?;
-        Ok(())
-    }
-
-    /// A tenant's audit records, newest first, below `before` (an id).
-    pub async fn audit_records(
-        &self,
-        tenant: &crate::ids::TenantId,
-        before: Option<i64>,
-        limit: u32,
-    ) -> Result<Vec<AuditRow>, sqlx::Error> {
-        let rows = sqlx::query(
-            "SELECT id, principal_id, role, action, reason, detail, created_at FROM audit_log \
-             WHERE tenant_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3",
-        )
-        .bind(tenant.as_str())
-        .bind(before.unwrap_or(i64::MAX))
-        .bind(i64::from(limit))
-        .fetch_all(self.pool())
-        .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let detail: String = r.try_get(5)?;
-            out.push(AuditRow {
-                id: r.try_get(0)?,
-                principal_id: r.try_get(1)?,
-                role: r.try_get(2)?,
-                action: r.try_get(3)?,
-                reason: r.try_get(4)?,
-                detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
-                created_at: r.try_get(6)?,
             });
         }
         Ok(out)

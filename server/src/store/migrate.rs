@@ -175,6 +175,12 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0074_tenant_events.sql"),
         postgres: include_str!("../../../migrations/postgres/0074_tenant_events.sql"),
     },
+    Embedded {
+        version: 75,
+        name: "audit",
+        sqlite: include_str!("../../../migrations/sqlite/0075_audit.sql"),
+        postgres: include_str!("../../../migrations/postgres/0075_audit.sql"),
+    },
 ];
 
 /// The usage file's migrations (SQLite only; see [`super::UsageDb`]). Its

@@ -7,6 +7,7 @@
 //! constants: column lists, `$n` placeholders, enum names, fixed fragments.
 
 mod approvals;
+pub(crate) mod audit;
 mod channels;
 mod events;
 mod history;
@@ -40,12 +41,12 @@ use tokio::sync::{Mutex, MutexGuard};
 
 pub use crate::wire::TurnStatus;
 pub use approvals::{ApprovalRow, ClarificationRow, NewApproval, NewClarification, SessionGrant};
+pub use audit::{AuditEventRow, AuditFilter, NewAudit, Surface};
 pub use budgets::{BudgetKind, BudgetRow};
 pub use channels::{
     CardRow, ChannelAccountRow, ConversationKey, ConversationRow, NewOutbox, OutboxRow, PairingRow,
 };
 pub use events::{EventRow, NewEvent, TurnFinish};
-pub use history::AuditRow;
 pub use messages::{Compaction, StoredMessage};
 pub use provider_keys::ProviderKeyRow;
 pub use revocations::{RevocationChange, RevocationRow, RevocationSnapshot};
@@ -105,6 +106,13 @@ impl Store {
             session_cache: Arc::default(),
         };
         migrate::run(&store).await.context("apply migrations")?;
+        let adopted = store
+            .adopt_legacy_audit()
+            .await
+            .context("chain the earlier audit records")?;
+        if adopted > 0 {
+            tracing::info!(records = adopted, "earlier audit records chained");
+        }
         if store.usage.separate {
             migrate::run_usage(&store)
                 .await

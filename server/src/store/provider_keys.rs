@@ -95,13 +95,16 @@ impl Store {
         r.as_ref().map(row).transpose()
     }
 
+    /// Set a provider's sealed key; `audit` (when given) commits with it.
     pub async fn put_provider_key(
         &self,
         tenant: &TenantId,
         provider: &str,
         sealed: &str,
         by: &PrincipalId,
+        audit: Option<&super::NewAudit>,
     ) -> Result<ProviderKeyRow, sqlx::Error> {
+        let _gate = self.write_gate().await;
         let now = crate::time::now_ms();
         let mut tx = self.pool().begin().await?;
         sqlx::query("DELETE FROM tenant_provider_keys WHERE tenant_id = $1 AND provider = $2")
@@ -120,6 +123,9 @@ impl Store {
         .bind(by.as_str())
         .execute(&mut *tx)
         .await?;
+        if let Some(a) = audit {
+            super::audit::append_in(self.backend(), &mut tx, a).await?;
+        }
         tx.commit().await?;
         Ok(ProviderKeyRow {
             provider: provider.to_owned(),
@@ -129,18 +135,26 @@ impl Store {
         })
     }
 
-    /// Whether a key was there to delete.
+    /// Whether a key was there to delete; `audit` commits with a deletion.
     pub async fn delete_provider_key(
         &self,
         tenant: &TenantId,
         provider: &str,
+        audit: &super::NewAudit,
     ) -> Result<bool, sqlx::Error> {
+        let _gate = self.write_gate().await;
+        let mut tx = self.pool().begin().await?;
         let r =
             sqlx::query("DELETE FROM tenant_provider_keys WHERE tenant_id = $1 AND provider = $2")
                 .bind(tenant.as_str())
                 .bind(provider)
-                .execute(self.pool())
+                .execute(&mut *tx)
                 .await?;
-        Ok(r.rows_affected() > 0)
+        let deleted = r.rows_affected() > 0;
+        if deleted {
+            super::audit::append_in(self.backend(), &mut tx, audit).await?;
+        }
+        tx.commit().await?;
+        Ok(deleted)
     }
 }

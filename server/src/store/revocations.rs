@@ -85,11 +85,13 @@ pub struct RevocationSnapshot {
 impl Store {
     /// Append a change (recorded at `cutoff`, Unix seconds); disabling and
     /// enabling also set the principal's flag, creating it (as a member) if
-    /// missing. Returns the stored row.
+    /// missing. `audit`, its audit row, commits with it. Returns the stored
+    /// row.
     pub async fn record_revocation(
         &self,
         change: &RevocationChange,
         cutoff: u64,
+        audit: Option<&super::NewAudit>,
     ) -> Result<RevocationRow, sqlx::Error> {
         let _gate = self.write_gate().await;
         let now = now_ms();
@@ -153,6 +155,9 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         let row = decode(&row)?;
+        if let Some(a) = audit {
+            super::audit::append_in(self.backend(), &mut tx, a).await?;
+        }
         tx.commit().await?;
         Ok(row)
     }
@@ -291,6 +296,7 @@ mod tests {
                     jti: "j1".into(),
                 },
                 1_000,
+                None,
             )
             .await
             .unwrap();
@@ -303,6 +309,7 @@ mod tests {
                         principal: alice.clone(),
                     },
                     cutoff,
+                    None,
                 )
                 .await
                 .unwrap();
@@ -320,6 +327,7 @@ mod tests {
                     principal: bob.clone(),
                 },
                 4_000,
+                None,
             )
             .await
             .unwrap();
@@ -346,6 +354,7 @@ mod tests {
                     principal: bob.clone(),
                 },
                 5_000,
+                None,
             )
             .await
             .unwrap();

@@ -91,15 +91,17 @@ impl Store {
         .transpose()
     }
 
-    /// Set (insert or replace) a tenant's approval policy.
+    /// Set (insert or replace) a tenant's approval policy, with its audit row.
     pub async fn set_tenant_policy(
         &self,
         tenant: &TenantId,
         member_max_risk: &str,
         updated_by: &PrincipalId,
+        audit: &super::NewAudit,
     ) -> Result<StoredTenantPolicy, sqlx::Error> {
         let _gate = self.write_gate().await;
         let now = now_ms();
+        let mut tx = self.pool().begin().await?;
         sqlx::query(
             "INSERT INTO tenant_policies (tenant_id, member_max_risk, updated_at, updated_by) \
              VALUES ($1, $2, $3, $4) ON CONFLICT (tenant_id) DO UPDATE SET \
@@ -110,8 +112,10 @@ impl Store {
         .bind(member_max_risk)
         .bind(now)
         .bind(updated_by.as_str())
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
+        super::audit::append_in(self.backend(), &mut tx, audit).await?;
+        tx.commit().await?;
         Ok(StoredTenantPolicy {
             member_max_risk: member_max_risk.to_owned(),
             updated_at: now,

@@ -798,6 +798,7 @@ impl TurnService {
     pub async fn set_provider_key(
         &self,
         scope: &PrincipalScope,
+        via: &crate::store::Surface,
         provider: &str,
         api_key: &str,
     ) -> Result<crate::store::ProviderKeyRow> {
@@ -818,19 +819,32 @@ impl TurnService {
         let row = self
             .inner
             .store
-            .put_provider_key(scope.tenant(), provider, &sealed, scope.principal())
+            .put_provider_key(
+                scope.tenant(),
+                provider,
+                &sealed,
+                scope.principal(),
+                // Never the key: only that one was set.
+                Some(&scope.audit(via, "provider_key.set", provider, serde_json::json!({}))),
+            )
             .await?;
         self.forget_tenant_provider(scope.tenant(), provider);
         Ok(row)
     }
 
     /// Remove the tenant's key for `provider` (tenant admins only).
-    pub async fn delete_provider_key(&self, scope: &PrincipalScope, provider: &str) -> Result<()> {
+    pub async fn delete_provider_key(
+        &self,
+        scope: &PrincipalScope,
+        via: &crate::store::Surface,
+        provider: &str,
+    ) -> Result<()> {
         admin_only(scope)?;
+        let audit = scope.audit(via, "provider_key.removed", provider, serde_json::json!({}));
         let existed = self
             .inner
             .store
-            .delete_provider_key(scope.tenant(), provider)
+            .delete_provider_key(scope.tenant(), provider, &audit)
             .await?;
         self.forget_tenant_provider(scope.tenant(), provider);
         if existed {

@@ -415,6 +415,7 @@ impl BudgetGuard {
     pub async fn set(
         &self,
         scope: &crate::auth::PrincipalScope,
+        via: &crate::store::Surface,
         principal: Option<&str>,
         limits: Limits,
     ) -> Result<Status, crate::error::Error> {
@@ -434,6 +435,21 @@ impl BudgetGuard {
             budget::within_ceiling(&limits, &ceiling).map_err(Error::Invalid)?;
         }
         let json = serde_json::to_string(&limits).map_err(|e| Error::Internal(e.into()))?;
+        let audit = scope.audit(
+            via,
+            if remove {
+                "budget.removed"
+            } else {
+                "budget.set"
+            },
+            if principal.is_empty() {
+                tenant
+            } else {
+                &principal
+            },
+            serde_json::json!({"principal": (!principal.is_empty()).then_some(&principal),
+                "limits": limits}),
+        );
         self.inner
             .store
             .set_budget(
@@ -442,6 +458,7 @@ impl BudgetGuard {
                 BudgetKind::Budget,
                 (!remove).then_some(json.as_str()),
                 scope.principal().as_str(),
+                &audit,
             )
             .await?;
         tracing::info!(tenant, principal = %principal, by = %scope.principal(), removed = remove,
@@ -456,6 +473,16 @@ impl BudgetGuard {
         budget::check_limits(&limits)?;
         let remove = limits == Limits::default();
         let json = serde_json::to_string(&limits).map_err(|e| e.to_string())?;
+        let audit = crate::store::NewAudit::by_operator(
+            tenant,
+            if remove {
+                "budget.ceiling_removed"
+            } else {
+                "budget.ceiling_set"
+            },
+            tenant,
+            serde_json::json!({"limits": limits}),
+        );
         self.inner
             .store
             .set_budget(
@@ -464,6 +491,7 @@ impl BudgetGuard {
                 BudgetKind::Ceiling,
                 (!remove).then_some(json.as_str()),
                 "(server operator)",
+                &audit,
             )
             .await
             .map_err(|e| e.to_string())?;

@@ -32,7 +32,7 @@ use crate::policy::approval_authority::{
     access, requirement, Access, MemberMaxRisk, Requirement, TenantPolicy,
 };
 use crate::policy::approval_policy::Risk;
-use crate::store::{ApprovalRow, NewApproval, SessionGrant, Store, StoredTenantPolicy};
+use crate::store::{ApprovalRow, NewApproval, SessionGrant, Store, StoredTenantPolicy, Surface};
 use crate::wire::events::{self, EventPayload};
 use crate::wire::ApprovalState;
 
@@ -231,6 +231,7 @@ impl Approvals {
     pub async fn set_tenant_policy(
         &self,
         scope: &PrincipalScope,
+        via: &Surface,
         member_max_risk: MemberMaxRisk,
     ) -> Result<StoredTenantPolicy> {
         if scope.role() != Role::Admin {
@@ -238,9 +239,20 @@ impl Approvals {
                 "only a tenant admin may change the tenant policy".into(),
             ));
         }
+        let audit = scope.audit(
+            via,
+            "tenant_policy.changed",
+            scope.tenant().as_str(),
+            serde_json::json!({"member_max_risk": member_max_risk.as_str()}),
+        );
         let row = self
             .store
-            .set_tenant_policy(scope.tenant(), member_max_risk.as_str(), scope.principal())
+            .set_tenant_policy(
+                scope.tenant(),
+                member_max_risk.as_str(),
+                scope.principal(),
+                &audit,
+            )
             .await?;
         tracing::info!(tenant = %scope.tenant(), by = %scope.principal(),
             member_max_risk = member_max_risk.as_str(), "tenant policy changed");
@@ -383,7 +395,7 @@ impl Approvals {
     async fn expire(&self, id: &str, why: &'static str) -> Result<Verdict> {
         if self
             .store
-            .settle_approval(id, ApprovalState::Expired, None, None)
+            .settle_approval(id, ApprovalState::Expired, None, None, None)
             .await?
         {
             self.publish(id, ApprovalState::Expired, None);
@@ -440,6 +452,7 @@ impl Approvals {
     pub async fn decide(
         &self,
         scope: &PrincipalScope,
+        via: &Surface,
         id: &str,
         decision: Decision,
     ) -> Result<ApprovalRow> {
@@ -473,9 +486,24 @@ impl Approvals {
         }
         let state = decision.state();
         let by = scope.principal().as_str();
+        let audit = scope.audit(
+            via,
+            "approval.decided",
+            id,
+            serde_json::json!({
+                "decision": decision.as_str(),
+                "tool": row.tool,
+                "risk": row.risk.as_str(),
+                "rule": row.rule,
+                "fingerprint": fingerprint(&row),
+                "session_id": row.session_id.to_string(),
+                "turn_id": row.turn_id.to_string(),
+                "requested_by": row.principal_id,
+            }),
+        );
         if !self
             .store
-            .settle_approval(id, state, Some(decision), Some(by))
+            .settle_approval(id, state, Some(decision), Some(by), Some(&audit))
             .await?
         {
             return Err(Error::Conflict("approval was settled meanwhile".into()));
@@ -523,6 +551,18 @@ impl Approvals {
 }
 
 /// The verdict of a settled (or, defensively, still pending) record.
+/// What was approved, for the audit log: SHA-256 over the tool and the
+/// (redacted) preview the decider saw, so a record names the exact request
+/// without holding its text.
+fn fingerprint(row: &ApprovalRow) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(row.tool.as_bytes());
+    h.update(b"\n");
+    h.update(row.preview.as_bytes());
+    format!("{:x}", h.finalize())
+}
+
 fn verdict_of(state: ApprovalState, decision: Option<Decision>) -> Verdict {
     match state {
         ApprovalState::Allowed if decision == Some(Decision::AllowSession) => {
