@@ -228,6 +228,28 @@ async fn each_change_leaves_one_record_with_its_actor_and_surface() {
         )
         .await;
 
+        // A core file edited from the console: the revisions it moved between.
+        let file = "/v1/cores/assistant/files/agent.yaml";
+        let r = app
+            .client
+            .get(app.url(file))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let yaml = r.text().await.unwrap();
+        let (st, edit) = send(
+            console(&app, reqwest::Method::PUT, file, &admin)
+                .header("content-type", "text/plain")
+                .body(format!("{yaml}# audited\n")),
+        )
+        .await;
+        assert_eq!(st, 200, "{edit}");
+        let r = one(&app, &admin, "core.edited", "boss", "console", "assistant").await;
+        assert_eq!(r["detail"]["path"], "agent.yaml");
+        assert_eq!(r["detail"]["revision"], edit["revision"]);
+
         // An approval decided from the console, one over the WebSocket, a
         // clarification answered, and an operator's tenant-wide search.
         let sid = app.create_session(&alice).await;
@@ -425,6 +447,14 @@ async fn approvals_decided_over_the_websocket_and_in_a_chat_are_recorded_with_th
         )
         .await;
         let path = acct["webhook_path"].as_str().unwrap().to_owned();
+        let account = acct["id"].as_str().unwrap().to_owned();
+        let rs = of(&app, &admin, "channel_account.added").await;
+        assert_eq!(rs.len(), 1, "{rs:?}");
+        assert_eq!(
+            (rs[0]["principal"].as_str(), rs[0]["target"].as_str()),
+            (Some("operator"), Some(account.as_str()))
+        );
+        assert!(!rs[0].to_string().contains(secret), "never the credentials");
         let say = |id: &str, text: &str| {
             serde_json::to_vec(&json!({"user": "u1", "conversation": "c1", "text": text, "id": id}))
                 .unwrap()
@@ -487,5 +517,18 @@ async fn approvals_decided_over_the_websocket_and_in_a_chat_are_recorded_with_th
             (Some("alice"), Some("websocket"))
         );
         assert_eq!(r["detail"]["decision"], "deny");
+
+        // The account removed.
+        let r = app
+            .client
+            .delete(app.url(&format!("/v1/channels/accounts/{account}")))
+            .bearer_auth(&op)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 204);
+        let rs = of(&app, &admin, "channel_account.removed").await;
+        assert_eq!(rs.len(), 1, "{rs:?}");
+        assert_eq!(rs[0]["target"], account.as_str());
     }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::error::{ApiResult, ErrorBody};
-use super::extract::{ApiJson, ApiPath, Auth};
+use super::extract::{ApiJson, ApiPath, Auth, Via};
 use crate::app::SharedApp;
 use crate::channels::{AccountInfo, NewAccount, PairingApproved, PairingInfo};
 
@@ -41,9 +41,10 @@ pub struct ApprovePairing {
 pub async fn create_account(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiJson(req): ApiJson<NewAccount>,
 ) -> ApiResult<(StatusCode, Json<AccountInfo>)> {
-    let info = app.channels.create_account(&scope, req).await?;
+    let info = app.channels.create_account(&scope, &via, req).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
 
@@ -81,9 +82,10 @@ pub async fn get_account(
 pub async fn delete_account(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    app.channels.delete_account(&scope, &id).await?;
+    app.channels.delete_account(&scope, &via, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -113,11 +115,14 @@ pub async fn list_pairings(
 pub async fn approve_pairing(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<ApprovePairing>,
 ) -> ApiResult<Json<PairingApproved>> {
     Ok(Json(
-        app.channels.approve_pairing(&scope, &id, &req.code).await?,
+        app.channels
+            .approve_pairing(&scope, &via, &id, &req.code)
+            .await?,
     ))
 }
 

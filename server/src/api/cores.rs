@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ApiResult, ErrorBody};
-use super::extract::{ApiPath, ApiQuery, Auth};
+use super::extract::{ApiPath, ApiQuery, Auth, Via};
 use crate::app::SharedApp;
 use crate::core::edit::{
     CoreChange, CoreDetail, CoreDiff, CoreEditError, CoreSummary, CoreVersion,
@@ -225,6 +225,7 @@ fn text_body(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> ApiRes
 pub async fn put_core_file(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiPath((core, path)): ApiPath<(String, String)>,
     ApiQuery(query): ApiQuery<ChangeQuery>,
     headers: HeaderMap,
@@ -237,7 +238,7 @@ pub async fn put_core_file(
     // Live moves: grants made for the old revision die with it.
     let change = app
         .core_changes
-        .put_file(&scope, &core, &path, text, message)
+        .put_file(&scope, &via, &core, &path, text, message)
         .await?;
     Ok(Json(change))
 }
@@ -258,6 +259,7 @@ pub async fn put_core_file(
 pub async fn delete_core_file(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiPath((core, path)): ApiPath<(String, String)>,
     ApiQuery(query): ApiQuery<ChangeQuery>,
 ) -> ApiResult<Json<CoreChange>> {
@@ -266,7 +268,7 @@ pub async fn delete_core_file(
     let message = message(query.message)?;
     let change = app
         .core_changes
-        .delete_file(&scope, &core, &path, message)
+        .delete_file(&scope, &via, &core, &path, message)
         .await?;
     Ok(Json(change))
 }

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ApiResult, ErrorBody};
-use super::extract::{ApiPath, Auth};
+use super::extract::{ApiPath, Auth, Via};
 use crate::app::SharedApp;
 use crate::auth::PrincipalScope;
 use crate::core::edit::CoreEditError;
@@ -190,6 +190,7 @@ fn promote_body(body: Result<Bytes, BytesRejection>) -> ApiResult<PromoteRequest
 pub async fn promote_run(
     State(app): State<SharedApp>,
     Auth(scope): Auth,
+    Via(via): Via,
     ApiPath((core, run)): ApiPath<(String, String)>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Json<RunPromoted>> {
@@ -198,12 +199,7 @@ pub async fn promote_run(
     let req = promote_body(body)?;
     let done = app
         .core_changes
-        .promote_run(
-            scope.tenant(),
-            core.as_str(),
-            &run,
-            req.mcp_review.as_deref(),
-        )
+        .promote_run(&scope, &via, core.as_str(), &run, req.mcp_review.as_deref())
         .await?;
     Ok(Json(RunPromoted {
         run_id: run,

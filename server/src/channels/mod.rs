@@ -375,6 +375,7 @@ impl Channels {
     pub async fn create_account(
         &self,
         scope: &PrincipalScope,
+        via: &crate::store::Surface,
         req: NewAccount,
     ) -> Result<AccountInfo> {
         Self::operator(scope)?;
@@ -429,7 +430,16 @@ impl Channels {
             pairing_failures: 0,
             pairing_locked_until: None,
         };
-        match self.inner.store.insert_channel_account(&row).await {
+        // Never the credentials: which account, where, and who may use it.
+        let audit = scope.audit(
+            via,
+            "channel_account.added",
+            &row.id,
+            serde_json::json!({"platform": row.platform, "name": row.name, "core": row.core,
+                "allowed_users": serde_json::from_str::<serde_json::Value>(&row.allowed_users)
+                    .unwrap_or_default()}),
+        );
+        match self.inner.store.insert_channel_account(&row, &audit).await {
             Ok(()) => {}
             Err(e) if crate::store::is_unique_violation(&e) => {
                 return Err(Error::Conflict(format!(
@@ -479,12 +489,23 @@ impl Channels {
         self.info(row).await
     }
 
-    pub async fn delete_account(&self, scope: &PrincipalScope, id: &str) -> Result<()> {
+    pub async fn delete_account(
+        &self,
+        scope: &PrincipalScope,
+        via: &crate::store::Surface,
+        id: &str,
+    ) -> Result<()> {
         let row = self.own_account(scope, id).await?;
+        let audit = scope.audit(
+            via,
+            "channel_account.removed",
+            &row.id,
+            serde_json::json!({"platform": row.platform, "name": row.name}),
+        );
         if !self
             .inner
             .store
-            .delete_channel_account(scope.tenant().as_str(), &row.id)
+            .delete_channel_account(scope.tenant().as_str(), &row.id, &audit)
             .await?
         {
             return Err(Error::NotFound);
@@ -522,6 +543,7 @@ impl Channels {
     pub async fn approve_pairing(
         &self,
         scope: &PrincipalScope,
+        via: &crate::store::Surface,
         id: &str,
         code: &str,
     ) -> Result<PairingApproved> {
@@ -548,8 +570,14 @@ impl Channels {
                 "a pairing code is 8 letters and digits, as the bot gave it".into(),
             ));
         };
+        let audit = scope.audit(
+            via,
+            "channel_pairing.approved",
+            &row.id,
+            serde_json::json!({"platform": row.platform}),
+        );
         let Some(p) = store
-            .channel_approve_pairing(&row.id, &code, scope.principal().as_str(), now)
+            .channel_approve_pairing(&row.id, &code, scope.principal().as_str(), now, &audit)
             .await?
         else {
             fail().await?;

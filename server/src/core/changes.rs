@@ -6,7 +6,9 @@
 //!
 //! [`CoreChanges`] is the one service for all of them: the API routes of
 //! cores, runs and schedules and the tools' core concern call it, so no
-//! caller can move a core and forget the grants. Reading a core (listing,
+//! caller can move a core and forget the grants or the audit record (made
+//! right after the commit: the tree is git's, not the database's, so the
+//! two cannot share a transaction; the commit itself names its author). Reading a core (listing,
 //! describing, diffs, run reviews) stays with [`CoreRepository`].
 
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use super::rollback::CoreRollback;
 use super::runs::{Promoted, RunDone, RunOp};
 use crate::auth::PrincipalScope;
 use crate::ids::{CoreId, TenantId};
-use crate::store::Store;
+use crate::store::{NewAudit, Store, Surface};
 
 /// Cancelling a background task for its owner: what a discarded run needs
 /// of the task queue (which sits above the cores and implements this).
@@ -51,6 +53,7 @@ impl CoreChanges {
     pub async fn put_file(
         &self,
         scope: &PrincipalScope,
+        via: &Surface,
         core: &CoreId,
         path: &CoreFilePath,
         text: Vec<u8>,
@@ -58,6 +61,8 @@ impl CoreChanges {
     ) -> Result<CoreChange, CoreEditError> {
         let change = self.repo.put_file(scope, core, path, text, message).await?;
         self.moved(scope.tenant(), &[core.to_string()]).await;
+        self.record(scope.audit(via, "core.edited", core.as_str(), edited(&change)))
+            .await;
         Ok(change)
     }
 
@@ -65,12 +70,17 @@ impl CoreChanges {
     pub async fn delete_file(
         &self,
         scope: &PrincipalScope,
+        via: &Surface,
         core: &CoreId,
         path: &CoreFilePath,
         message: Option<String>,
     ) -> Result<CoreChange, CoreEditError> {
         let change = self.repo.delete_file(scope, core, path, message).await?;
         self.moved(scope.tenant(), &[core.to_string()]).await;
+        let mut detail = edited(&change);
+        detail["deleted"] = true.into();
+        self.record(scope.audit(via, "core.edited", core.as_str(), detail))
+            .await;
         Ok(change)
     }
 
@@ -88,6 +98,14 @@ impl CoreChanges {
             .change(scope, core, edits, message, authority)
             .await?;
         self.moved(scope.tenant(), &[core.to_string()]).await;
+        // A tool's edit: the agent acted in the principal's turn.
+        self.record(scope.audit(
+            &Surface::Agent,
+            "core.edited",
+            core.as_str(),
+            edited(&change),
+        ))
+        .await;
         Ok(change)
     }
 
@@ -108,17 +126,27 @@ impl CoreChanges {
         let mut moved = done.cores.clone();
         moved.push(core.to_string());
         self.moved(scope.tenant(), &moved).await;
+        self.record(scope.audit(
+            &Surface::Agent,
+            "core.rolled_back",
+            core.as_str(),
+            serde_json::json!({"revision": done.revision, "previous": done.previous,
+                "restored": done.restored, "cores": done.cores, "reason": reason}),
+        ))
+        .await;
         Ok(done)
     }
 
     /// Promote a run of `core`: every changed core and `core` itself moved.
     pub async fn promote_run(
         &self,
-        tenant: &TenantId,
+        scope: &PrincipalScope,
+        via: &Surface,
         core: &str,
         run_id: &str,
         mcp_token: Option<&str>,
     ) -> Result<Promoted, CoreEditError> {
+        let tenant = scope.tenant();
         let done = self
             .repo
             .run_promote(tenant, core, run_id, mcp_token)
@@ -126,6 +154,14 @@ impl CoreChanges {
         let mut moved = done.cores.clone();
         moved.push(core.to_owned());
         self.moved(tenant, &moved).await;
+        self.record(scope.audit(
+            via,
+            "core.promoted",
+            core,
+            serde_json::json!({"run_id": run_id, "revision": done.revision,
+                "previous": done.previous, "cores": done.cores}),
+        ))
+        .await;
         Ok(done)
     }
 
@@ -173,8 +209,14 @@ impl CoreChanges {
                 RunDone::Reviewed(self.repo.run_review(tenant, own.as_str(), &run_id).await?)
             }
             RunOp::Promote { run_id, mcp_token } => RunDone::Promoted(
-                self.promote_run(tenant, own.as_str(), &run_id, mcp_token.as_deref())
-                    .await?,
+                self.promote_run(
+                    scope,
+                    &Surface::Agent,
+                    own.as_str(),
+                    &run_id,
+                    mcp_token.as_deref(),
+                )
+                .await?,
             ),
             RunOp::Discard { run_id } => {
                 RunDone::Discarded(self.discard_run(scope, own.as_str(), &run_id).await?)
@@ -186,6 +228,15 @@ impl CoreChanges {
                 RunDone::Recorded
             }
         })
+    }
+
+    /// The audit record of a change already committed: a failure to write
+    /// it cannot undo the commit, so it is logged as an error.
+    async fn record(&self, audit: NewAudit) {
+        if let Err(e) = self.store.append_audit(&audit).await {
+            tracing::error!(error = %e, action = %audit.action, target = %audit.target,
+                "a core change was made but its audit record was not written");
+        }
     }
 
     /// The live revision of these cores moved: their sessions'
@@ -202,4 +253,11 @@ impl CoreChanges {
             }
         }
     }
+}
+
+/// What an edit's audit record says: the file, and the revisions it moved
+/// between (the commit names the author and holds the content).
+fn edited(change: &CoreChange) -> serde_json::Value {
+    serde_json::json!({"path": change.path, "revision": change.revision,
+        "previous": change.previous})
 }

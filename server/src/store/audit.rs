@@ -23,6 +23,9 @@ pub enum Surface {
     Chat(String),
     /// The server operator's command line.
     Cli,
+    /// The agent, by a tool call in the principal's turn (a core edited by
+    /// `edit_core`, a run promoted by `evolve_core`).
+    Agent,
 }
 
 impl std::fmt::Display for Surface {
@@ -33,6 +36,7 @@ impl std::fmt::Display for Surface {
             Surface::WebSocket => f.write_str("websocket"),
             Surface::Chat(p) => write!(f, "chat:{p}"),
             Surface::Cli => f.write_str("cli"),
+            Surface::Agent => f.write_str("agent"),
         }
     }
 }

@@ -168,8 +168,14 @@ where
 impl Store {
     // ------------------------------------------------------------ accounts
 
-    pub async fn insert_channel_account(&self, a: &ChannelAccountRow) -> Result<(), sqlx::Error> {
+    /// Add an account, with its audit record.
+    pub async fn insert_channel_account(
+        &self,
+        a: &ChannelAccountRow,
+        audit: &super::NewAudit,
+    ) -> Result<(), sqlx::Error> {
         let _gate = self.write_gate().await;
+        let mut tx = self.pool().begin().await?;
         sqlx::query(
             "INSERT INTO channel_accounts (id, tenant_id, platform, name, credentials, api_base_url, \
              allowed_users, core, created_by, created_at, pairing_failures) \
@@ -185,9 +191,10 @@ impl Store {
         .bind(&a.core)
         .bind(&a.created_by)
         .bind(a.created_at)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        Ok(())
+        super::audit::append_in(self.backend(), &mut tx, audit).await?;
+        tx.commit().await
     }
 
     pub async fn list_channel_accounts(
@@ -218,10 +225,12 @@ impl Store {
     }
 
     /// Delete an account of `tenant` and everything hanging off it.
+    /// Delete an account and everything of it, with its audit record.
     pub async fn delete_channel_account(
         &self,
         tenant: &str,
         id: &str,
+        audit: &super::NewAudit,
     ) -> Result<bool, sqlx::Error> {
         let _gate = self.write_gate().await;
         let mut tx = self.pool().begin().await?;
@@ -249,6 +258,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
+        super::audit::append_in(self.backend(), &mut tx, audit).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -585,12 +595,15 @@ impl Store {
 
     /// Approve the pending, unexpired pairing with `code`: the user becomes a
     /// member. Returns the pairing, or `None` when no such code is pending.
+    /// Approve the pending pairing with `code`: its user becomes a member.
+    /// `audit` commits with it, naming the user it let in.
     pub async fn channel_approve_pairing(
         &self,
         account: &str,
         code: &str,
         approved_by: &str,
         now: i64,
+        audit: &super::NewAudit,
     ) -> Result<Option<PairingRow>, sqlx::Error> {
         let _gate = self.write_gate().await;
         let mut tx = self.pool().begin().await?;
@@ -623,6 +636,9 @@ impl Store {
         .bind(now)
         .execute(&mut *tx)
         .await?;
+        let mut audit = audit.clone();
+        audit.detail["platform_user"] = p.platform_user.clone().into();
+        super::audit::append_in(self.backend(), &mut tx, &audit).await?;
         tx.commit().await?;
         Ok(Some(p))
     }
