@@ -466,6 +466,39 @@ test("usage: today's tokens on the chart, a budget set from the form warns live,
   await uctx.close();
 });
 
+test("audit: filter the log by action, see the console's own changes, export JSON lines", async () => {
+  assert.equal(await page.getByRole("link", { name: "Audit" }).isVisible(), false);
+  const actx = await browser.newContext({ viewport: { width: 1366, height: 768 }, acceptDownloads: true });
+  const a = await actx.newPage();
+  a.setDefaultTimeout(TIMEOUT);
+  await a.goto(BASE + "/console");
+  await a.locator("body[data-ready]").waitFor();
+  await a.getByRole("textbox", { name: "Token" }).fill(ADMIN_TOKEN);
+  await a.getByRole("button", { name: "Sign in" }).click();
+  await a.getByRole("link", { name: "Audit" }).click();
+  await a.getByRole("heading", { name: "Audit", exact: true }).waitFor();
+  // Unfiltered: the tokens the test run issued are there.
+  const rows = a.locator("#audit-list tr[data-seq]");
+  await rows.first().waitFor();
+  await a.getByRole("cell", { name: "token.issued" }).first().waitFor();
+  // The budget the Usage test set and removed, both from the console.
+  await a.getByRole("textbox", { name: "Action" }).fill("budget.");
+  await a.getByRole("button", { name: "Filter" }).click();
+  await a.getByRole("cell", { name: "budget.removed" }).waitFor();
+  const shown = await rows.evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((c) => c.innerText.trim())));
+  assert.deepEqual(shown.map((c) => c[4]), ["budget.removed", "budget.set"]);
+  assert.ok(shown.every((c) => c[3] === "console" && c[2].startsWith("console-admin")), JSON.stringify(shown));
+  await shot("13-audit", a);
+  // Export: the filtered records as JSON lines, oldest first.
+  const [download] = await Promise.all([a.waitForEvent("download"), a.getByRole("button", { name: "Export JSON lines" }).click()]);
+  const text = fs.readFileSync(await download.path(), "utf8");
+  const lines = text.trim().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((r) => r.action), ["budget.set", "budget.removed"]);
+  assert.ok(lines[1].id > lines[0].id && lines[1].prev_hash.length === 64);
+  await a.getByRole("status").filter({ hasText: "Exported 2 records" }).waitFor();
+  await actx.close();
+});
+
 test("keyboard only: sign in, create a session, send, approve", async () => {
   const kctx = await browser.newContext({ viewport: { width: 1366, height: 768 }, colorScheme: "dark" });
   const k = await kctx.newPage();

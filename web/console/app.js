@@ -56,6 +56,7 @@ async function signIn(token) {
   $("signout").hidden = false;
   $("nav-principals").hidden = claims().role !== "admin";
   $("nav-usage").hidden = claims().role !== "admin";
+  $("nav-audit").hidden = claims().role !== "admin";
   $("nav-channels").hidden = claims().role === "member";
   refreshApprovalCount();
   route();
@@ -208,6 +209,7 @@ function route() {
   else if (parts[0] === "principals") view = "principals";
   else if (parts[0] === "channels") view = "channels";
   else if (parts[0] === "usage") view = "usage";
+  else if (parts[0] === "audit") view = "audit";
   else if (parts[0] === "cores") {
     view = "cores";
     state.core = parts[1] ? decodeURIComponent(parts[1]) : state.core || null;
@@ -218,14 +220,14 @@ function route() {
 
 function show(view) {
   state.view = view;
-  for (const v of ["empty", "session", "approvals", "tasks", "tools", "principals", "channels", "cores", "usage"]) $("view-" + v).hidden = v !== view;
+  for (const v of ["empty", "session", "approvals", "tasks", "tools", "principals", "channels", "cores", "usage", "audit"]) $("view-" + v).hidden = v !== view;
   if (view === "session" && !state.current) $("view-empty").hidden = false;
   const base = state.current ? "#/s/" + state.current : "#/";
   $("nav-session").href = base;
   $("nav-tasks").href = state.current ? base + "/tasks" : "#/tasks";
   $("nav-tools").href = state.current ? base + "/tools" : "#/tools";
-  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools", principals: "nav-principals", channels: "nav-channels", cores: "nav-cores", usage: "nav-usage" };
-  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools", "nav-principals", "nav-channels", "nav-cores", "nav-usage"]) {
+  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools", principals: "nav-principals", channels: "nav-channels", cores: "nav-cores", usage: "nav-usage", audit: "nav-audit" };
+  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools", "nav-principals", "nav-channels", "nav-cores", "nav-usage", "nav-audit"]) {
     if (navFor[view] === id) $(id).setAttribute("aria-current", "page");
     else $(id).removeAttribute("aria-current");
   }
@@ -242,6 +244,7 @@ function show(view) {
   else if (view === "channels") loadChannels();
   else if (view === "cores") loadCores();
   else if (view === "usage") openUsage();
+  else if (view === "audit") loadAudit(true);
 }
 
 function poll(fn) {
@@ -997,6 +1000,84 @@ function addWarning(ev) {
   if (state.view === "usage") loadUsage();
 }
 
+// ---------------------------------------------------------------- audit
+
+/** The filter as query parameters (empty fields left out). */
+function auditQuery() {
+  const q = new URLSearchParams();
+  for (const k of ["action", "actor", "target"]) {
+    const v = $("audit-" + k).value.trim();
+    if (v) q.set(k, v);
+  }
+  const from = $("audit-from").value;
+  if (from) q.set("from", from + "T00:00:00Z");
+  return q;
+}
+
+async function loadAudit(reset) {
+  const body = $("audit-list");
+  const q = auditQuery();
+  q.set("limit", "100");
+  if (!reset && state.auditCursor) q.set("cursor", state.auditCursor);
+  let r;
+  try {
+    r = await api("GET", "/v1/audit?" + q.toString());
+  } catch (e) {
+    if (reset) body.textContent = "";
+    say($("audit-status"), e instanceof ApiError && e.status === 403 ? "The audit log needs the admin role." : errorText(e), true);
+    return;
+  }
+  say($("audit-status"), "");
+  if (reset) body.textContent = "";
+  body.append(...r.records.map(auditRow));
+  if (reset && !r.records.length) body.append(h("tr", null, h("td.muted", { colspan: "7", text: "No records match." })));
+  state.auditCursor = r.next_cursor || null;
+  $("audit-more").hidden = !state.auditCursor;
+}
+
+function auditRow(r) {
+  const detail = { ...r.detail };
+  delete detail.reason;
+  const text = Object.keys(detail).length ? JSON.stringify(detail) : "";
+  return h(
+    "tr",
+    { dataset: { seq: r.id } },
+    h("td.muted.small", { text: String(r.id) }),
+    h("td.small", { text: time(r.at) }),
+    h("td", null, h("code", { text: r.principal }), h("span.muted.small", { text: " " + r.role })),
+    h("td", { text: r.surface }),
+    h("td", null, h("code", { text: r.action })),
+    h("td", null, r.target ? h("code", { text: r.target }) : ""),
+    h("td.detail", null, r.reason ? h("div", null, h("strong", { text: "Reason: " }), r.reason) : null, text),
+  );
+}
+
+/** Download the filtered log as JSON lines, every page of it. */
+async function exportAudit() {
+  const lines = [];
+  let cursor = null;
+  try {
+    do {
+      const q = auditQuery();
+      q.set("limit", "1000");
+      if (cursor) q.set("cursor", cursor);
+      const r = await api("GET", "/v1/audit?" + q.toString());
+      for (const rec of r.records) lines.push(JSON.stringify(rec));
+      cursor = r.next_cursor || null;
+    } while (cursor);
+  } catch (e) {
+    say($("audit-status"), errorText(e), true);
+    return;
+  }
+  const url = URL.createObjectURL(new Blob([lines.reverse().join("\n") + "\n"], { type: "application/x-ndjson" }));
+  const a = h("a", { href: url, download: "audit.jsonl" });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  say($("audit-status"), `Exported ${lines.length} records, oldest first.`);
+}
+
 // ---------------------------------------------------------------- channels
 
 /** The credential fields each platform takes (CONTRACT.md, channel accounts). */
@@ -1391,6 +1472,12 @@ function init() {
   });
   $("core-diff-btn").addEventListener("click", showCoreDiff);
   $("usage-metric").addEventListener("change", drawChart);
+  $("audit-filter").addEventListener("submit", (e) => {
+    e.preventDefault();
+    loadAudit(true);
+  });
+  $("audit-more").addEventListener("click", () => loadAudit(false));
+  $("audit-export").addEventListener("click", exportAudit);
   $("budget-form").addEventListener("input", () => {
     state.budgetEdited = true;
   });

@@ -131,6 +131,15 @@ fn admin(scope: &crate::auth::PrincipalScope) -> Result<(), crate::error::Error>
     Ok(())
 }
 
+/// The limits that are set, for an audit record (an absent one is none).
+fn set_limits(limits: &Limits) -> serde_json::Value {
+    let mut v = serde_json::to_value(limits).unwrap_or_default();
+    if let Some(m) = v.as_object_mut() {
+        m.retain(|_, x| !x.is_null());
+    }
+    v
+}
+
 /// The stricter of two limits.
 fn min_opt<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
     match (a, b) {
@@ -448,7 +457,7 @@ impl BudgetGuard {
                 &principal
             },
             serde_json::json!({"principal": (!principal.is_empty()).then_some(&principal),
-                "limits": limits}),
+                "limits": set_limits(&limits)}),
         );
         self.inner
             .store
@@ -481,7 +490,7 @@ impl BudgetGuard {
                 "budget.ceiling_set"
             },
             tenant,
-            serde_json::json!({"limits": limits}),
+            serde_json::json!({"limits": set_limits(&limits)}),
         );
         self.inner
             .store
