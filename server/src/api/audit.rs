@@ -104,7 +104,8 @@ pub struct AuditLog {
 }
 
 fn time(name: &str, v: Option<&str>) -> Result<Option<i64>, Error> {
-    match v.map(str::trim).filter(|s| !s.is_empty()) {
+    // Given but empty is not a time either.
+    match v.map(str::trim) {
         None => Ok(None),
         Some(s) => chrono::DateTime::parse_from_rfc3339(s)
             .map(|t| Some(t.timestamp_millis()))
@@ -117,8 +118,14 @@ fn time(name: &str, v: Option<&str>) -> Result<Option<i64>, Error> {
     }
 }
 
-fn text(v: Option<String>) -> Option<String> {
-    v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+/// A text filter within its documented length; empty is no filter.
+fn text(name: &str, v: Option<String>, max: usize) -> Result<Option<String>, Error> {
+    match v {
+        Some(s) if s.chars().count() > max => Err(Error::Invalid(format!(
+            "`{name}` is longer than {max} characters"
+        ))),
+        v => Ok(v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())),
+    }
 }
 
 /// The caller's tenant's audit log (tenant admins), newest first.
@@ -165,9 +172,9 @@ pub async fn list_audit(
     let filter = AuditFilter {
         from: time("from", q.from.as_deref())?,
         to: time("to", q.to.as_deref())?,
-        actor: text(q.actor),
-        action: text(q.action),
-        target: text(q.target),
+        actor: text("actor", q.actor, 128)?,
+        action: text("action", q.action, 64)?,
+        target: text("target", q.target, 256)?,
         before_seq,
     };
     let mut rows = crate::audit::list_for(&app.store, &scope, &filter, limit + 1).await?;
