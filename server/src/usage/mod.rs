@@ -138,11 +138,8 @@ async fn write(
     while let Some(first) = rx.recv().await {
         // Gather for a moment: one transaction for many rows keeps the
         // meter's writes from competing with the turns' on a busy server.
-        // The writer sleeps through the moment and then takes what queued,
-        // rather than waking for every row (a wake per turn costs a busy
-        // server more than the rows do). A flush waits out the moment too.
+        let until = tokio::time::Instant::now() + LINGER;
         let mut next = Some(first);
-        let mut slept = false;
         while let Some(msg) = next {
             match msg {
                 Msg::Call(c) => batch.push(c),
@@ -153,11 +150,13 @@ async fn write(
                 None
             } else if let Ok(m) = rx.try_recv() {
                 Some(m)
-            } else if !slept {
-                slept = true;
-                tokio::time::sleep(LINGER).await;
-                rx.try_recv().ok()
+            } else if waiting.is_empty() {
+                tokio::time::timeout_at(until, rx.recv())
+                    .await
+                    .ok()
+                    .flatten()
             } else {
+                // Someone waits for a flush: write what is here now.
                 None
             };
         }
