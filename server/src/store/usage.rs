@@ -4,7 +4,7 @@
 
 use sqlx::{AssertSqlSafe, Row};
 
-use super::events::values_clause;
+use super::events::values_clause_for;
 use super::Store;
 
 /// Rows per multi-row INSERT (12 parameters each stays far below every limit).
@@ -51,7 +51,7 @@ impl Store {
                 "INSERT INTO usage_model_calls (tenant_id, principal_id, session_id, core_id, \
                  channel, provider, model, input_tokens, output_tokens, cached_tokens, \
                  latency_ms, at) VALUES {}",
-                values_clause(chunk.len(), 12)
+                values_clause_for(self.backend(), chunk.len(), 12)
             );
             // One shape per batch size: not kept in the connection's statement
             // cache, where it would push out the turns' hot statements.
@@ -297,7 +297,7 @@ impl Store {
             let sql = format!(
                 "INSERT INTO usage_tool_calls (tenant_id, principal_id, session_id, core_id, \
                  channel, tool, status, calls, cpu_ms, outbound_bytes, latency_ms, at) VALUES {}",
-                values_clause(chunk.len(), 12)
+                values_clause_for(self.backend(), chunk.len(), 12)
             );
             // One shape per batch size: not kept in the connection's statement
             // cache, where it would push out the turns' hot statements.
@@ -451,7 +451,7 @@ impl Store {
                  tool_calls = usage_hourly.tool_calls + excluded.tool_calls, \
                  cpu_ms = usage_hourly.cpu_ms + excluded.cpu_ms, \
                  outbound_bytes = usage_hourly.outbound_bytes + excluded.outbound_bytes",
-                values_clause(chunk.len(), 18)
+                values_clause_for(self.backend(), chunk.len(), 18)
             );
             // One shape per batch size: not kept in the connection's statement
             // cache, where it would push out the turns' hot statements.
