@@ -220,7 +220,7 @@ impl Store {
         for chunk in rows.chunks(INSERT_CHUNK) {
             let sql = format!(
                 "INSERT INTO events (session_id, seq, turn_id, type, at, data) VALUES {}",
-                values_clause(chunk.len(), 6)
+                values_clause_for(self.backend(), chunk.len(), 6)
             );
             let mut q = sqlx::query(AssertSqlSafe(sql));
             for r in chunk {
@@ -242,7 +242,7 @@ impl Store {
         for chunk in msgs.chunks(INSERT_CHUNK) {
             let sql = format!(
                 "INSERT INTO messages (session_id, turn_id, body, created_at, role, text) VALUES {}",
-                values_clause(chunk.len(), 6)
+                values_clause_for(self.backend(), chunk.len(), 6)
             );
             let mut q = sqlx::query(AssertSqlSafe(sql));
             for (e, m) in chunk {
