@@ -17,15 +17,6 @@ use crate::audit_chain::{Broken, Link, Verifier};
 use crate::auth::PrincipalScope;
 use crate::store::{AuditEventRow, AuditFilter, Store};
 
-fn admin(scope: &PrincipalScope) -> Result<(), crate::error::Error> {
-    if scope.role() != crate::auth::Role::Admin {
-        return Err(crate::error::Error::Forbidden(
-            "only a tenant admin may read the audit log".into(),
-        ));
-    }
-    Ok(())
-}
-
 /// The caller's tenant's rows matching `f`, newest first: tenant admins only.
 pub async fn list_for(
     store: &Store,
@@ -33,7 +24,7 @@ pub async fn list_for(
     f: &AuditFilter,
     limit: u32,
 ) -> Result<Vec<AuditEventRow>, crate::error::Error> {
-    admin(scope)?;
+    scope.require_admin("read the audit log")?;
     Ok(store
         .audit_events(scope.tenant().as_str(), f, limit)
         .await?)

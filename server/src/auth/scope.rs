@@ -56,6 +56,17 @@ impl PrincipalScope {
         }
     }
 
+    /// Refuse anyone but a tenant admin: "only a tenant admin may {what}".
+    pub fn require_admin(&self, what: &str) -> Result<(), crate::error::Error> {
+        if self.role == Role::Admin {
+            Ok(())
+        } else {
+            Err(crate::error::Error::Forbidden(format!(
+                "only a tenant admin may {what}"
+            )))
+        }
+    }
+
     /// Operators and admins may see operator surfaces (task logs, audits).
     pub fn is_operator(&self) -> bool {
         self.role >= Role::Operator

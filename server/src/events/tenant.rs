@@ -68,7 +68,7 @@ impl TenantFeed {
         scope: &crate::auth::PrincipalScope,
         after: i64,
     ) -> Result<Follower, crate::error::Error> {
-        admin(scope)?;
+        scope.require_admin("read the tenant's admin stream")?;
         Ok(self.follow(scope.tenant().as_str(), after))
     }
 
@@ -78,7 +78,7 @@ impl TenantFeed {
         scope: &crate::auth::PrincipalScope,
         after: i64,
     ) -> Result<Vec<TenantEvent>, crate::error::Error> {
-        admin(scope)?;
+        scope.require_admin("read the tenant's admin stream")?;
         Ok(self.page(scope.tenant().as_str(), after).await?)
     }
 
@@ -116,15 +116,6 @@ impl TenantFeed {
             }
         });
     }
-}
-
-fn admin(scope: &crate::auth::PrincipalScope) -> Result<(), crate::error::Error> {
-    if scope.role() != crate::auth::Role::Admin {
-        return Err(crate::error::Error::Forbidden(
-            "only a tenant admin may read the tenant's admin stream".into(),
-        ));
-    }
-    Ok(())
 }
 
 /// A stored row as its wire event; a row this binary cannot read (written

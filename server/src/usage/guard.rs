@@ -122,15 +122,6 @@ const MAX_METRIC_TENANTS: usize = 1_000;
 /// Warnings remembered per instance before the memory starts over.
 const MAX_ANNOUNCED: usize = 10_000;
 
-fn admin(scope: &crate::auth::PrincipalScope) -> Result<(), crate::error::Error> {
-    if scope.role() != crate::auth::Role::Admin {
-        return Err(crate::error::Error::Forbidden(
-            "only a tenant admin may read or change budgets".into(),
-        ));
-    }
-    Ok(())
-}
-
 /// The limits that are set, for an audit record (an absent one is none).
 fn set_limits(limits: &Limits) -> serde_json::Value {
     let mut v = serde_json::to_value(limits).unwrap_or_default();
@@ -415,7 +406,7 @@ impl BudgetGuard {
         &self,
         scope: &crate::auth::PrincipalScope,
     ) -> Result<Status, crate::error::Error> {
-        admin(scope)?;
+        scope.require_admin("read or change budgets")?;
         Ok(self.status(scope.tenant().as_str()).await?)
     }
 
@@ -429,7 +420,7 @@ impl BudgetGuard {
         limits: Limits,
     ) -> Result<Status, crate::error::Error> {
         use crate::error::Error;
-        admin(scope)?;
+        scope.require_admin("read or change budgets")?;
         budget::check_limits(&limits).map_err(Error::Invalid)?;
         let tenant = scope.tenant().as_str();
         let principal = match principal.map(str::trim).filter(|p| !p.is_empty()) {
