@@ -468,16 +468,13 @@ async fn audit_export(
     use std::io::Write;
     let tenant = TenantId::parse(&tenant)?;
     let time = |name: &str, v: Option<String>| -> anyhow::Result<Option<i64>> {
-        v.map(|s| {
-            chrono::DateTime::parse_from_rfc3339(s.trim())
-                .map(|t| t.timestamp_millis())
-                .map_err(|_| anyhow::anyhow!("--{name} {s:?} is not an RFC 3339 time"))
-        })
-        .transpose()
+        v.map(|s| demiurge::time::parse_rfc3339(name, &s))
+            .transpose()
+            .map_err(anyhow::Error::msg)
     };
     let mut filter = demiurge::store::AuditFilter {
-        from: time("from", from)?,
-        to: time("to", to)?,
+        from: time("--from", from)?,
+        to: time("--to", to)?,
         actor,
         action,
         ..Default::default()

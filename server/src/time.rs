@@ -18,6 +18,19 @@ pub fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
+/// Unix milliseconds of an RFC 3339 time (any offset) given as `name`; the
+/// error names the parameter and shows what was given.
+pub fn parse_rfc3339(name: &str, s: &str) -> Result<i64, String> {
+    chrono::DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| t.timestamp_millis())
+        .map_err(|_| {
+            format!(
+                "`{name}` {:?} is not an RFC 3339 time like 2026-12-01T00:00:00Z",
+                s.chars().take(40).collect::<String>()
+            )
+        })
+}
+
 /// RFC 3339 (UTC, millisecond precision) for a Unix-millisecond timestamp.
 pub fn rfc3339(ms: i64) -> String {
     let t = UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);

@@ -103,19 +103,11 @@ pub struct AuditLog {
     pub next_cursor: Option<String>,
 }
 
+/// Given but empty is not a time either.
 fn time(name: &str, v: Option<&str>) -> Result<Option<i64>, Error> {
-    // Given but empty is not a time either.
-    match v.map(str::trim) {
-        None => Ok(None),
-        Some(s) => chrono::DateTime::parse_from_rfc3339(s)
-            .map(|t| Some(t.timestamp_millis()))
-            .map_err(|_| {
-                Error::Invalid(format!(
-                    "`{name}` {:?} is not an RFC 3339 time like 2026-12-01T00:00:00Z",
-                    s.chars().take(40).collect::<String>()
-                ))
-            }),
-    }
+    v.map(|s| crate::time::parse_rfc3339(name, s))
+        .transpose()
+        .map_err(Error::Invalid)
 }
 
 /// A text filter within its documented length; empty is no filter.

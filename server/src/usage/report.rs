@@ -171,12 +171,8 @@ pub struct Range {
 }
 
 fn parse_time(name: &str, s: &str) -> Result<i64, String> {
-    let shown: String = s.chars().take(40).collect();
-    let t = chrono::DateTime::parse_from_rfc3339(s.trim()).map_err(|_| {
-        format!("`{name}` {shown:?} is not an RFC 3339 time like 2026-12-01T00:00:00Z")
-    })?;
     // Nothing was recorded before 1970.
-    Ok(t.timestamp_millis().max(0))
+    Ok(crate::time::parse_rfc3339(name, s)?.max(0))
 }
 
 impl ReportParams<'_> {
