@@ -92,17 +92,6 @@ async fn pending(
     (tid, e["data"][key].as_str().unwrap().to_owned())
 }
 
-/// A direct connection to the app's database.
-async fn db(app: &TestApp) -> sqlx::AnyConnection {
-    use sqlx::Connection;
-    sqlx::any::install_default_drivers();
-    let url = match &app.database_url {
-        Some(url) => url.clone(),
-        None => format!("sqlite://{}", app.home.join("demiurge.db").display()),
-    };
-    sqlx::AnyConnection::connect(&url).await.unwrap()
-}
-
 fn write_file() -> Value {
     json!([
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},
@@ -409,7 +398,7 @@ async fn each_change_leaves_one_record_with_its_actor_and_surface() {
 
         // A record changed by hand in the database: verify names it.
         let seq = r_seq(rs, "tenant_policy.changed");
-        let mut db = db(&app).await;
+        let mut db = app.db().await;
         sqlx::query(
             "UPDATE audit_events SET detail = '{\"member_max_risk\":\"critical\"}' \
              WHERE tenant_id = 'acme' AND seq = $1",

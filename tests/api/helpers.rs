@@ -305,6 +305,27 @@ impl TestApp {
             .to_owned()
     }
 
+    /// A direct connection to the app's database (its SQLite file, or its
+    /// PostgreSQL database).
+    pub async fn db(&self) -> sqlx::AnyConnection {
+        self.db_file("demiurge.db").await
+    }
+
+    /// A direct connection to where the usage tables live: on SQLite, the
+    /// usage file beside the database.
+    pub async fn usage_db(&self) -> sqlx::AnyConnection {
+        self.db_file("demiurge-usage.db").await
+    }
+
+    async fn db_file(&self, sqlite_file: &str) -> sqlx::AnyConnection {
+        sqlx::any::install_default_drivers();
+        let url = match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!("sqlite://{}", self.home.join(sqlite_file).display()),
+        };
+        sqlx::AnyConnection::connect(&url).await.unwrap()
+    }
+
     pub async fn get(&self, token: &str, path: &str) -> (u16, Value) {
         let r = self
             .client

@@ -325,17 +325,6 @@ async fn the_console_and_its_embedded_assets_are_served_without_auth() {
     }
 }
 
-/// A direct connection to an app's database (SQLite file or PostgreSQL).
-async fn db_conn(app: &TestApp) -> sqlx::AnyConnection {
-    use sqlx::Connection;
-    sqlx::any::install_default_drivers();
-    let url = match &app.database_url {
-        Some(url) => url.clone(),
-        None => format!("sqlite://{}", app.home.join("demiurge.db").display()),
-    };
-    sqlx::AnyConnection::connect(&url).await.unwrap()
-}
-
 async fn applied_migrations(conn: &mut sqlx::AnyConnection) -> Vec<(i64, Vec<u8>)> {
     use sqlx::Row;
     sqlx::query("SELECT version, checksum FROM _sqlx_migrations ORDER BY version")
@@ -388,7 +377,7 @@ async fn migrations_are_checksummed_and_the_old_bookkeeping_is_adopted() {
         let app = spawn_app(backend).await;
         let tok = app.token("default", "alice");
         let sid = app.create_session(&tok).await;
-        let mut conn = db_conn(&app).await;
+        let mut conn = app.db().await;
         let fresh = applied_migrations(&mut conn).await;
         let versions: Vec<i64> = fresh.iter().map(|(v, _)| *v).collect();
         assert_eq!(versions, migration_versions(backend), "{backend:?}");
@@ -417,7 +406,7 @@ async fn migrations_are_checksummed_and_the_old_bookkeeping_is_adopted() {
         let app = app.restart_after_crash().await;
         let (status, _) = app.get(&tok, &format!("/v1/sessions/{sid}")).await;
         assert_eq!(status, 200, "{backend:?}: data survives the adoption");
-        let mut conn = db_conn(&app).await;
+        let mut conn = app.db().await;
         assert_eq!(applied_migrations(&mut conn).await, fresh, "{backend:?}");
         assert!(!table_exists(&mut conn, backend, "demiurge_migrations").await);
 

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use sqlx::{Connection, Row};
+use sqlx::Row;
 
 use crate::helpers::*;
 
@@ -62,13 +62,7 @@ fn sum_f(report: &Value, field: &str) -> f64 {
 
 /// The raw rows' sums per hour and the roll-up's, read from the database.
 async fn raw_and_rolled(app: &TestApp) -> (Vec<(i64, i64, i64, i64)>, Vec<(i64, i64, i64, i64)>) {
-    let url = match &app.database_url {
-        Some(u) => u.clone(),
-        // On SQLite the usage tables have a file of their own.
-        None => format!("sqlite://{}", app.home.join("demiurge-usage.db").display()),
-    };
-    sqlx::any::install_default_drivers();
-    let mut db = sqlx::AnyConnection::connect(&url).await.unwrap();
+    let mut db = app.usage_db().await;
     let raw = sqlx::query(
         "SELECT h, CAST(SUM(c) AS BIGINT), CAST(SUM(i) AS BIGINT), CAST(SUM(t) AS BIGINT) FROM (\
            SELECT (at / 3600000) * 3600000 AS h, 1 AS c, COALESCE(input_tokens, 0) AS i, 0 AS t \
