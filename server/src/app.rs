@@ -56,3 +56,67 @@ pub struct App {
 }
 
 pub type SharedApp = Arc<App>;
+
+/// What a new session is opened with (every field optional, as in `POST /v1/sessions`).
+#[derive(Debug, Default, Clone)]
+pub struct SessionRequest {
+    pub title: Option<String>,
+    pub core: Option<String>,
+    pub workspace: Option<String>,
+}
+
+/// Longest session title, in characters.
+pub const MAX_SESSION_TITLE: usize = 200;
+
+impl App {
+    /// Open a session owned by the caller: the REST route and the MCP
+    /// endpoint's `initialize` both come here.
+    pub async fn create_session(
+        &self,
+        scope: &crate::auth::PrincipalScope,
+        req: SessionRequest,
+    ) -> crate::error::Result<crate::store::SessionRow> {
+        use crate::error::Error;
+        use crate::ids::{CoreId, SessionId, WorkspaceName};
+        let title = req.title.unwrap_or_default();
+        if title.chars().count() > MAX_SESSION_TITLE {
+            return Err(Error::Invalid(format!(
+                "title is longer than {MAX_SESSION_TITLE} characters"
+            )));
+        }
+        let core = CoreId::parse(req.core.as_deref().unwrap_or("assistant"))?;
+        let workspace = WorkspaceName::parse(req.workspace.as_deref().unwrap_or("default"))?;
+        if !self.cores.exists(scope.tenant(), &core) {
+            if core.as_str() != "assistant" {
+                return Err(Error::Invalid(format!(
+                    "unknown core {:?} in this tenant",
+                    core.as_str()
+                )));
+            }
+            // A tenant's first session gets the default core (once; never on the turn path).
+            let (cores, tenant) = (self.cores.clone(), scope.tenant().clone());
+            tokio::task::spawn_blocking(move || cores.ensure_seeded(&tenant))
+                .await
+                .map_err(|e| Error::Internal(anyhow::anyhow!("seed core: {e}")))?
+                .map_err(Error::Internal)?;
+        }
+        let dir = crate::home::HomeLayout::new(&self.config.home).workspace_dir(
+            scope.tenant(),
+            scope.principal(),
+            workspace.as_str(),
+        );
+        crate::bootstrap::private_dir(&dir).map_err(Error::Internal)?;
+        Ok(self
+            .store
+            .create_session(&crate::store::NewSession {
+                id: SessionId::new(),
+                tenant: scope.tenant().clone(),
+                principal: scope.principal().clone(),
+                title,
+                core: core.to_string(),
+                workspace: workspace.to_string(),
+                provider: self.turns.default_provider().to_owned(),
+            })
+            .await?)
+    }
+}

@@ -19,6 +19,7 @@ mod helpers;
 mod history;
 mod isolation;
 mod mcp;
+mod mcp_serve;
 mod models;
 mod openai;
 mod operations;

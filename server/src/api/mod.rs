@@ -12,6 +12,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod health;
+pub mod mcp;
 pub mod principals;
 pub mod providers;
 pub mod runs;
@@ -159,8 +160,13 @@ pub fn router(app: SharedApp) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             timeout,
         ));
+    // MCP clients: calls may wait on people's approvals, so no timeout.
+    let mcp = Router::new()
+        .route_service("/v1/mcp", mcp::service(&app))
+        .layer(middleware::from_fn_with_state(app.clone(), mcp::admit_mcp));
     let limited = rest
         .merge(streams)
+        .merge(mcp)
         .layer(middleware::from_fn_with_state(app.clone(), ip_rate_limit));
     // The page reads the document from our own `/openapi.json` route.
     let docs = utoipa_swagger_ui::SwaggerUi::new("/docs")

@@ -9,8 +9,8 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery, Auth};
 use crate::app::SharedApp;
-use crate::ids::{CoreId, SessionId, WorkspaceName};
-use crate::store::{NewSession, SessionRow};
+use crate::ids::SessionId;
+use crate::store::SessionRow;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -75,8 +75,6 @@ pub struct ListQuery {
     pub limit: Option<u32>,
 }
 
-const MAX_TITLE: usize = 200;
-
 /// Parse a session id from the path; malformed ids never reach a query.
 pub(super) fn session_id(raw: &str) -> Result<SessionId, ApiError> {
     SessionId::parse(raw).map_err(|e| crate::error::Error::from(e).into())
@@ -91,47 +89,15 @@ pub async fn create_session(
     Auth(scope): Auth,
     ApiJson(req): ApiJson<CreateSession>,
 ) -> ApiResult<(StatusCode, Json<SessionView>)> {
-    let title = req.title.unwrap_or_default();
-    if title.chars().count() > MAX_TITLE {
-        return Err(crate::error::Error::Invalid(format!(
-            "title is longer than {MAX_TITLE} characters"
-        ))
-        .into());
-    }
-    let core = CoreId::parse(req.core.as_deref().unwrap_or("assistant"))?;
-    let workspace = WorkspaceName::parse(req.workspace.as_deref().unwrap_or("default"))?;
-    if !app.cores.exists(scope.tenant(), &core) {
-        if core.as_str() != "assistant" {
-            return Err(crate::error::Error::Invalid(format!(
-                "unknown core {:?} in this tenant",
-                core.as_str()
-            ))
-            .into());
-        }
-        // A tenant's first session gets the default core (once; never on the turn path).
-        let (cores, tenant) = (app.cores.clone(), scope.tenant().clone());
-        tokio::task::spawn_blocking(move || cores.ensure_seeded(&tenant))
-            .await
-            .map_err(|e| crate::error::Error::Internal(anyhow::anyhow!("seed core: {e}")))?
-            .map_err(crate::error::Error::Internal)?;
-    }
-    let dir = crate::home::HomeLayout::new(&app.config.home).workspace_dir(
-        scope.tenant(),
-        scope.principal(),
-        workspace.as_str(),
-    );
-    crate::bootstrap::private_dir(&dir).map_err(crate::error::Error::Internal)?;
     let row = app
-        .store
-        .create_session(&NewSession {
-            id: SessionId::new(),
-            tenant: scope.tenant().clone(),
-            principal: scope.principal().clone(),
-            title,
-            core: core.to_string(),
-            workspace: workspace.to_string(),
-            provider: app.turns.default_provider().to_owned(),
-        })
+        .create_session(
+            &scope,
+            crate::app::SessionRequest {
+                title: req.title,
+                core: req.core,
+                workspace: req.workspace,
+            },
+        )
         .await?;
     Ok((StatusCode::CREATED, Json(row.into())))
 }

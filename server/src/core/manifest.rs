@@ -127,6 +127,21 @@ pub struct AgentYaml {
     /// Host extension: how this core's terminal commands run.
     #[serde(default)]
     pub terminal: TerminalInfo,
+    /// Host extension: what the server's MCP endpoint (`/v1/mcp`) serves
+    /// of this core.
+    #[serde(default)]
+    pub serve: ServeInfo,
+}
+
+/// `serve:` in `agent.yaml` (a host extension; absent in the Python format).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeInfo {
+    /// Whether the tools of the core's own MCP servers are served to MCP
+    /// clients of `/v1/mcp` too. Off by default: those servers run with
+    /// credentials the core was given for its own turns.
+    #[serde(default)]
+    pub mcp_server_tools: bool,
 }
 
 /// `terminal:` in `agent.yaml` (a host extension; absent in the Python format).

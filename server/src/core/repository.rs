@@ -52,6 +52,8 @@ pub struct CoreView {
     /// Slot ids of the input and output pipelines (serial, then parallel).
     pub input_slots: Vec<String>,
     pub output_slots: Vec<String>,
+    /// `serve.mcp_server_tools`: `/v1/mcp` serves the core's MCP servers' tools too.
+    pub serve_mcp_server_tools: bool,
 }
 
 /// Which provider and model a core's turns use, and with what options.
@@ -464,6 +466,7 @@ fn build_view(
         ),
         dir: core_dir.to_path_buf(),
         skills_root: core.skills_root.clone(),
+        serve_mcp_server_tools: core.manifest.serve.mcp_server_tools,
     })
 }
 

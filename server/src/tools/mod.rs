@@ -15,6 +15,7 @@ pub mod files;
 pub mod history;
 pub mod host;
 pub mod registry;
+pub mod resources;
 pub mod schedule;
 pub mod search;
 pub mod skill_manage;

@@ -3,6 +3,7 @@
 //! end in exactly one terminal state (completed, failed, cancelled).
 
 pub mod anthropic;
+pub mod attended;
 pub mod context;
 pub mod fake;
 pub mod openai;
@@ -161,6 +162,8 @@ enum Mode {
         call_id: String,
         tool: String,
         arguments: Value,
+        /// Whether the core's own MCP servers join the call's catalog.
+        mcp_server_tools: bool,
     },
 }
 
@@ -268,6 +271,7 @@ impl TurnService {
             call_id: call_id.clone(),
             tool,
             arguments,
+            mcp_server_tools: true,
         };
         let turn = self
             .begin(scope, session, input, mode, String::new())
@@ -537,8 +541,16 @@ impl TurnService {
         };
         // The core's MCP servers join the turn's catalog once allowed and
         // approved (the dispatcher asks). A child agent keeps exactly the
-        // tools it was narrowed to: no MCP servers join it.
-        let with_mcp = if call_ctx.delegation.is_child() {
+        // tools it was narrowed to: no MCP servers join it; nor do they join
+        // an outside MCP client's call unless the core serves them.
+        let outside_mcp = matches!(
+            ctx.mode,
+            Mode::Direct {
+                mcp_server_tools: false,
+                ..
+            }
+        );
+        let with_mcp = if call_ctx.delegation.is_child() || outside_mcp {
             None
         } else {
             inner
@@ -557,6 +569,7 @@ impl TurnService {
                 call_id,
                 tool,
                 arguments,
+                ..
             } => {
                 *steps = 0;
                 let rec = inner
@@ -1072,6 +1085,26 @@ impl TurnService {
     }
 
     /// The session's workspace folder: a private folder of its owner.
+    /// The caller's session's workspace folder (canonical, created if missing).
+    pub async fn session_workspace(
+        &self,
+        scope: &PrincipalScope,
+        session_id: SessionId,
+    ) -> Result<std::path::PathBuf> {
+        let session = self.owned_session(scope, session_id).await?;
+        if let Some(dir) = self
+            .inner
+            .workspaces
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&session_id)
+        {
+            return Ok(dir.clone());
+        }
+        self.workspace_of(scope, &session)
+            .map_err(|e| Error::Internal(anyhow::anyhow!("workspace: {e}")))
+    }
+
     fn workspace_of(
         &self,
         scope: &PrincipalScope,
