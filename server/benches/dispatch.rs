@@ -7,9 +7,13 @@
 //!   `turn.completed` on the session's WebSocket;
 //! - the trivial turn of the same server: `POST …/turns` with the fake
 //!   provider's echo, timed the same way (same turn bookkeeping, no dispatch);
-//! - a trivial request: authenticated `GET /v1/sessions/{id}`.
+//! - a trivial request: authenticated `GET /v1/sessions/{id}`;
+//! - the same `read_file` through the MCP endpoint (`/v1/mcp`, rmcp's
+//!   client, `tools/call` to its result, which the server sends once the
+//!   call's turn completed).
 //!
-//! The ratio tool-call / trivial turn is the dispatcher's overhead.
+//! The ratio tool-call / trivial turn is the dispatcher's overhead; MCP /
+//! REST tool call is what serving the catalog over MCP costs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -52,6 +56,27 @@ fn stats(mut lat: Vec<Duration>, took: Duration) -> Stats {
     }
 }
 
+/// An rmcp client of `/v1/mcp`, bound to the session `sid`.
+async fn mcp_client(
+    srv: &Server,
+    tok: &str,
+    sid: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    use rmcp::ServiceExt;
+    let headers = [
+        ("Authorization".to_owned(), format!("Bearer {tok}")),
+        ("X-Demiurge-Session".to_owned(), sid.to_owned()),
+    ];
+    let http = demiurge::mcp::http::PinnedHttp::new(reqwest::Client::new(), &headers).unwrap();
+    let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+        http,
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            format!("http://{}/v1/mcp", srv.addr),
+        ),
+    );
+    ().serve(transport).await.unwrap()
+}
+
 fn main() {
     let n: usize = std::env::var("DISPATCH_CALLS")
         .ok()
@@ -69,15 +94,25 @@ fn main() {
         let ws_dir = srv.home.path().join("tenants/default/workspaces/bench/default");
         std::fs::write(ws_dir.join("one-kib.txt"), "x".repeat(1024)).unwrap();
         let mut sock = ws(&srv, &sid, &tok, 0).await;
+        let mcp = mcp_client(&srv, &tok, &sid).await;
         let calls = format!("http://{}/v1/sessions/{sid}/tool-calls", srv.addr);
         let turns = format!("http://{}/v1/sessions/{sid}/turns", srv.addr);
         let get = format!("http://{}/v1/sessions/{sid}", srv.addr);
 
         let run = |kind: &'static str| {
             let (client, tok, calls, turns, get) = (client.clone(), tok.clone(), calls.clone(), turns.clone(), get.clone());
+            let mcp = mcp.peer().clone();
             async move {
                 let t0 = Instant::now();
                 match kind {
+                    "mcp" => {
+                        let args = json!({"path": "one-kib.txt"}).as_object().cloned().unwrap();
+                        let r = mcp
+                            .call_tool(rmcp::model::CallToolRequestParams::new("read_file").with_arguments(args))
+                            .await
+                            .unwrap();
+                        assert_eq!(r.is_error, Some(false), "{r:?}");
+                    }
                     "tool" => {
                         let r = client.post(&calls).bearer_auth(&tok)
                             .json(&json!({"tool": "read_file", "arguments": {"path": "one-kib.txt"}})).send().await.unwrap();
@@ -97,22 +132,26 @@ fn main() {
             }
         };
         // Warm up every path.
-        for kind in ["tool", "turn"] {
+        for kind in ["tool", "turn", "mcp"] {
             for _ in 0..200 {
                 run(kind).await;
                 until_completed(&mut sock).await;
             }
         }
         let mut results = Vec::new();
-        for kind in ["tool", "turn", "get"] {
+        for kind in ["tool", "turn", "get", "mcp"] {
             let mut lat = Vec::with_capacity(n);
             let t = Instant::now();
             for _ in 0..n {
                 let t0 = run(kind).await;
-                if kind != "get" {
+                if kind != "get" && kind != "mcp" {
                     until_completed(&mut sock).await;
                 }
                 lat.push(t0.elapsed());
+                if kind == "mcp" {
+                    // Keep the WebSocket's backlog drained (not timed).
+                    until_completed(&mut sock).await;
+                }
             }
             results.push((kind, stats(lat, t.elapsed())));
         }
@@ -121,6 +160,7 @@ fn main() {
             let name = match *kind {
                 "tool" => "read_file 1 KiB via POST /tool-calls (to turn.completed)",
                 "turn" => "trivial turn: fake echo via POST /turns (to turn.completed)",
+                "mcp" => "read_file 1 KiB via /v1/mcp tools/call (to its result)",
                 _ => "trivial request: GET /v1/sessions/{id}",
             };
             println!(
@@ -135,6 +175,12 @@ fn main() {
             tool.p50.as_secs_f64() / results[1].1.p50.as_secs_f64(),
             tool.p99.as_secs_f64() / results[1].1.p99.as_secs_f64(),
             tool.p50.as_secs_f64() / results[2].1.p50.as_secs_f64()
+        );
+        let mcp_s = &results[3].1;
+        println!(
+            "dispatch: ratio MCP tools/call / REST tool-call = {:.2} (p50), {:.2} (p99)",
+            mcp_s.p50.as_secs_f64() / tool.p50.as_secs_f64(),
+            mcp_s.p99.as_secs_f64() / tool.p99.as_secs_f64()
         );
     });
 }

@@ -10,7 +10,8 @@
 //!   [`bootstrap`] prepares a fresh home; [`telemetry`] sets up logging.
 //! - [`home`]: [`home::HomeLayout`], the one place that names every path under the home.
 //! - [`api`]: HTTP/SSE/WebSocket routes; thin: parse, call the host, map errors
-//!   (`api::error`: every rejection is the JSON envelope; `api::doc`: the OpenAPI document).
+//!   (`api::error`: every rejection is the JSON envelope; `api::doc`: the OpenAPI document;
+//!   `api::mcp`: the session's catalog served to MCP clients at `/v1/mcp`).
 //! - [`auth`]: JWT issue/verify, the immutable [`auth::PrincipalScope`], rate limits.
 //! - [`sealing`]: credentials at rest (chat accounts, tenant provider keys),
 //!   sealed with one server key (AEAD bound to what each belongs to).

@@ -523,3 +523,203 @@ async fn mcp_session_id(app: &TestApp, tok: &str) -> Option<String> {
     assert_eq!(st, 202, "{text}");
     Some(id)
 }
+
+/// Allow every approval the session asks for after `after`, until `until` holds.
+async fn allow_from(
+    app: &TestApp,
+    tok: &str,
+    sid: &str,
+    mut after: i64,
+    until: impl Fn(&Value) -> bool,
+) {
+    loop {
+        let evs = app
+            .sse_until(tok, sid, &format!("?after={after}"), None, |e| {
+                e["type"] == "approval.requested" || until(e)
+            })
+            .await;
+        let last = evs.last().expect("the call stalled").clone();
+        after = last["seq"].as_i64().unwrap();
+        if until(&last) {
+            return;
+        }
+        let id = last["data"]["approval_id"].as_str().unwrap();
+        let (st, b) = app
+            .post(
+                tok,
+                &format!("/v1/approvals/{id}"),
+                json!({"decision": "allow_once"}),
+            )
+            .await;
+        assert_eq!(st, 200, "{b}");
+    }
+}
+
+#[tokio::test]
+async fn the_cores_own_mcp_servers_are_served_only_where_the_core_allows() {
+    const TIME: &str = "/opt/mcp-servers/bin/mcp-server-time";
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    for (core, serve) in [("kept", false), ("served", true)] {
+        let dir = app.home.join("tenants/default/agents").join(core);
+        std::fs::create_dir_all(dir.join("agent/mcp")).unwrap();
+        std::fs::write(
+            dir.join("agent.yaml"),
+            format!(
+                "schema_version: 1\nagent:\n  id: {core}\ntools:\n  toolsets: [coding]\ncapabilities:\n  defaults:\n    \"mcp.connect:*\": {{}}\n    \"mcp.call:*\": {{}}\nserve:\n  mcp_server_tools: {serve}\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("agent/mcp/time.yaml"),
+            format!("command: {TIME}\nconnect_timeout_seconds: 60\n"),
+        )
+        .unwrap();
+        let (st, s) = app.post(&tok, "/v1/sessions", json!({"core": core})).await;
+        assert_eq!(st, 201, "{s}");
+        let sid = s["id"].as_str().unwrap().to_owned();
+        // A model's turn connects the server (approved), so its tools exist.
+        let script = json!([{"tool_calls": [{"name": "time__get_current_time", "arguments": {"timezone": "UTC"}}]}, {"content": "done"}]);
+        let evs = run_script(&app, &tok, &sid, script, "allow_once").await;
+        assert!(
+            evs.iter()
+                .any(|e| e["type"] == "tool.result" && e["data"]["status"] == "succeeded"),
+            "{evs:?}"
+        );
+
+        // The core is named on connect this time (a new session on it).
+        let (client, _) = connect(&app, &tok, &[("X-Demiurge-Core", core)])
+            .await
+            .unwrap();
+        let new_sid = session_of(&client);
+        assert_ne!(new_sid, sid);
+        let (_, s) = app.get(&tok, &format!("/v1/sessions/{new_sid}")).await;
+        assert_eq!(s["core"], core);
+        let names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert!(names.iter().any(|n| n == "read_file"), "{names:?}");
+        assert_eq!(
+            names.iter().any(|n| n == "time__get_current_time"),
+            serve,
+            "{core}: {names:?}"
+        );
+        let (_, s) = app.get(&tok, &format!("/v1/sessions/{new_sid}")).await;
+        let after = s["last_seq"].as_i64().unwrap();
+        let call = client.call_tool(
+            CallToolRequestParams::new("time__get_current_time")
+                .with_arguments(args(json!({"timezone": "UTC"}))),
+        );
+        let approve = allow_from(&app, &tok, &new_sid, after, is_terminal);
+        let (r, ()) = tokio::join!(call, approve);
+        let r = r.unwrap();
+        let want = if serve { "succeeded" } else { "not_found" };
+        assert_eq!(
+            r.structured_content.as_ref().unwrap()["status"],
+            want,
+            "{core}: {r:?}"
+        );
+        client.cancel().await.unwrap();
+    }
+}
+
+/// The official MCP Inspector's CLI (`scripts/test` installs it) as an
+/// outside client: one process per request, each naming the session.
+fn inspector(app: &TestApp, tok: &str, sid: &str, args: &[&str]) -> Value {
+    let out = std::process::Command::new("mcp-inspector")
+        .arg("--cli")
+        .arg(app.url("/v1/mcp"))
+        .args(["--transport", "http"])
+        .args(["--header", &format!("Authorization: Bearer {tok}")])
+        .args(["--header", &format!("X-Demiurge-Session: {sid}")])
+        .args(args)
+        .output()
+        .expect("mcp-inspector (scripts/test installs it)");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[tokio::test]
+async fn the_mcp_inspector_cli_lists_calls_and_reads() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tok = app.token("default", "alice");
+    let sid = app.create_session(&tok).await;
+    let ws = app.home.join("tenants/default/workspaces/alice/default");
+    std::fs::write(ws.join("inspected.txt"), "seen by the inspector\n").unwrap();
+    let listed = inspector(&app, &tok, &sid, &["--method", "tools/list"]);
+    assert!(
+        listed["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "read_file"),
+        "{listed}"
+    );
+    let called = inspector(
+        &app,
+        &tok,
+        &sid,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "read_file",
+            "--tool-arg",
+            "path=inspected.txt",
+        ],
+    );
+    assert_eq!(called["isError"], false, "{called}");
+    assert!(
+        called["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("seen by the inspector"),
+        "{called}"
+    );
+    let read = inspector(
+        &app,
+        &tok,
+        &sid,
+        &[
+            "--method",
+            "resources/read",
+            "--uri",
+            "workspace:///inspected.txt",
+        ],
+    );
+    assert_eq!(
+        read["contents"][0]["text"], "seen by the inspector\n",
+        "{read}"
+    );
+    // The calls are the session's own: they are in its event log.
+    let (_, s) = app.get(&tok, &format!("/v1/sessions/{sid}")).await;
+    assert!(s["last_seq"].as_i64().unwrap() >= 4, "{s}");
+}
+
+#[tokio::test]
+async fn the_principals_rate_limit_applies_to_mcp_requests() {
+    let app = spawn_with(
+        Backend::Sqlite,
+        Opts::default()
+            .env("DEMIURGE_RATE_LIMIT_PRINCIPAL", "1")
+            .env("DEMIURGE_RATE_LIMIT_BURST", "2"),
+    )
+    .await;
+    let tok = app.token("default", "alice");
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(raw_post(&app, Some(&tok), &ping, None).await.0);
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+}
