@@ -165,6 +165,17 @@ impl EventLog {
         )
     }
 
+    /// Follow a session's events published from now on (see
+    /// [`Subscription::live`]): no database read until a gap.
+    pub fn subscribe_live(&self, session_id: SessionId, on_lag: OnLag) -> Subscription {
+        Subscription::live(
+            self.store.clone(),
+            self.hub.clone(),
+            &session_id.to_string(),
+            on_lag,
+        )
+    }
+
     pub fn hub(&self) -> &Hub {
         &self.hub
     }

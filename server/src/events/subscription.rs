@@ -35,6 +35,8 @@ pub struct Subscription {
     pending: VecDeque<Arc<Event>>,
     backlog_done: bool,
     on_lag: OnLag,
+    /// Started live ([`Subscription::live`]): the first event heard sets `last`.
+    unanchored: bool,
 }
 
 const PAGE: u32 = 500;
@@ -52,7 +54,19 @@ impl Subscription {
             pending: VecDeque::new(),
             backlog_done: false,
             on_lag,
+            unanchored: false,
         }
+    }
+
+    /// Follow only what is published from now on: no backlog is read, and
+    /// the first event heard anchors the order (later gaps are still filled
+    /// from the database). For a caller that subscribes before it causes
+    /// the events it waits for, so none of them can precede the first.
+    pub(super) fn live(store: Store, hub: Hub, session_id: &str, on_lag: OnLag) -> Self {
+        let mut sub = Self::new(store, hub, session_id, 0, on_lag);
+        sub.backlog_done = true;
+        sub.unanchored = true;
+        sub
     }
 
     pub fn last_seq(&self) -> i64 {
@@ -90,6 +104,11 @@ impl Subscription {
                 continue;
             }
             match self.rx.recv().await {
+                Ok(ev) if self.unanchored => {
+                    self.unanchored = false;
+                    self.last = ev.seq;
+                    return Ok(Some(ev));
+                }
                 Ok(ev) => {
                     if ev.seq <= self.last {
                         continue;

@@ -84,17 +84,9 @@ impl TurnService {
         if tool.trim().is_empty() || tool.len() > 128 {
             return Err(Error::Invalid("`tool` must name a tool".into()));
         }
-        let inner = &self.inner;
-        // Read uncached: `last_seq` is where this call's events start.
-        let session = inner
-            .store
-            .get_session(scope.tenant(), scope.principal(), session_id)
-            .await?
-            .ok_or(Error::NotFound)?;
-        // Follow before starting, so the first event cannot be missed.
-        let mut events = inner
-            .events
-            .subscribe(session_id, session.last_seq, OnLag::Refill);
+        let session = self.owned_session(scope, session_id).await?;
+        // Follow before starting, so none of the call's events can be missed.
+        let mut events = self.inner.events.subscribe_live(session_id, OnLag::Refill);
         let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
         let input = format!("tool-call: {tool}");
         let mode = Mode::Direct {
