@@ -49,6 +49,8 @@ pub struct App {
     pub tenant_events: crate::events::tenant::TenantFeed,
     /// Reading the tenants' cores (changes go through `core_changes`).
     pub cores: CoreRepository,
+    /// Package repositories, and packages installed into cores.
+    pub packages: crate::packages::Packages,
     /// Chat channel accounts, webhooks and the outbox.
     pub channels: Channels,
     /// Fired once on SIGTERM/SIGINT: streams close, turns cancel.

@@ -389,6 +389,15 @@ pub struct ServeArgs {
     /// self-hosted service on a private network.
     #[arg(long, env = "DEMIURGE_URL_ALLOW", value_delimiter = ',')]
     pub url_allow: Vec<String>,
+    /// Package repositories tenants may install from (comma-separated
+    /// `<alias>=<folder>[#sha256:<hex>]` or `<alias>=<git-url>@<commit>`);
+    /// see docs/packages.md.
+    #[arg(
+        long = "package-repository",
+        env = "DEMIURGE_PACKAGE_REPOSITORIES",
+        value_delimiter = ','
+    )]
+    pub package_repositories: Vec<String>,
     /// Network of terminal commands: `on`, or `none` (no TCP; on a root server no network at all).
     #[arg(long, env = "DEMIURGE_TERMINAL_NETWORK", default_value = "on")]
     pub terminal_network: String,

@@ -386,6 +386,9 @@ pub struct Config {
     pub mcp_idle_timeout: Duration,
     /// `--url-allow`: networks the URL policy would refuse that the operator allows.
     pub url_allow: Vec<ipnet::IpNet>,
+    /// `--package-repository`: the package repositories the operator trusts,
+    /// as given (`packages::sources::Source::parse` reads them at start).
+    pub package_repositories: Vec<String>,
     /// `--member-max-risk`: the approval policy of tenants that set none.
     pub default_tenant_policy: crate::policy::approval_authority::TenantPolicy,
     pub protection: ProtectionConfig,
@@ -562,6 +565,12 @@ impl Config {
             }
         };
         let url_allow = parse_url_allow(&serve.url_allow)?;
+        let package_repositories: Vec<String> = serve
+            .package_repositories
+            .iter()
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty())
+            .collect();
         let mut read_roots = Vec::new();
         for root in serve.read_root.iter().filter(|r| !r.as_os_str().is_empty()) {
             let canonical = root
@@ -630,6 +639,7 @@ impl Config {
             read_roots,
             terminal_network,
             url_allow,
+            package_repositories,
             bind,
             home,
             database,

@@ -23,6 +23,9 @@
 //! - [`core`]: Agent Cores: manifests, loading, the per-tenant agents tree,
 //!   and the slot pipeline a core declares ([`core::pipeline`], planned purely).
 //! - [`catalog`]: the per-turn resolved tool catalog.
+//! - [`packages`]: the Python project's package repositories (recipes,
+//!   trusted sources and their pins, git sync) and installing a package
+//!   into a core as one revision.
 //! - [`mcp`]: MCP server declarations (`agent/mcp/<server>.yaml`): validation,
 //!   tool filter and names, fingerprints, and each server's state.
 //! - [`dispatch`]: the one path from a tool call to a result: checks, every
@@ -100,7 +103,7 @@
 //! 3. `store`: the database, its rows and the history index's vocabulary
 //! 4. `events`, `history`, `auth`, `sealing`, `bootstrap`, `metrics`, `usage`, `audit`: the event log, history search, who may touch state and who did
 //! 5. `exec`, `net`, `paths`, `walls`: effects on processes, the network and files, and the walls around them
-//! 6. `mcp`, `catalog`, `core`: what a core declares and the catalog built from it
+//! 6. `mcp`, `catalog`, `core`, `packages`: what a core declares, the catalog built from it, and packages installed into it
 //! 7. `authored`, `slots`, `tools`, `tasks`: what runs for a turn: runners, tools, background work
 //! 8. `dispatch`: the one path from a tool call to its result
 //! 9. `turn`: the model/tool loop
@@ -131,6 +134,7 @@ pub mod ids;
 pub mod mcp;
 pub mod metrics;
 pub mod net;
+pub mod packages;
 pub mod paths;
 pub use demiurge_policy as policy;
 pub use demiurge_redact as redact;

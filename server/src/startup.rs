@@ -273,7 +273,16 @@ impl Application {
             shutdown: shutdown.clone(),
         })
         .context("set up chat channels")?;
+        let packages = crate::packages::Packages::new(
+            config.home.clone(),
+            crate::packages::sources::parse_all(&config.package_repositories)
+                .map_err(|e| anyhow::anyhow!("--package-repository {e}"))?,
+            cores.clone(),
+            core_changes.clone(),
+            walls.outbound.clone(),
+        );
         let app = Arc::new(App {
+            packages,
             channels,
             limits: RateLimits::new(&config.rate_limit),
             config,

@@ -23,6 +23,7 @@ mod mcp_serve;
 mod models;
 mod openai;
 mod operations;
+mod packages;
 mod protection;
 mod readme;
 mod runs;

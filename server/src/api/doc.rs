@@ -10,9 +10,9 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::SseEvent;
 use super::{
-    approvals, audit, budgets, channels, cores, events, health, principals, providers, runs,
-    schedules, search, sessions, stream, tasks, tenant_events, tenant_policy, tokens, tools, turns,
-    usage,
+    approvals, audit, budgets, channels, cores, events, health, packages, principals, providers,
+    runs, schedules, search, sessions, stream, tasks, tenant_events, tenant_policy, tokens, tools,
+    turns, usage,
 };
 use crate::wire::events::{Event, EventPayload};
 
@@ -41,10 +41,12 @@ use crate::wire::events::{Event, EventPayload};
         cores::list_cores, cores::get_core, cores::get_core_file, cores::put_core_file,
         cores::delete_core_file, cores::list_core_versions, cores::diff_core,
         runs::list_runs, runs::get_run, runs::review_run, runs::promote_run, runs::discard_run,
+        packages::list_packages, packages::install_package, packages::uninstall_package,
+        packages::sync_repository,
     ),
     components(schemas(ErrorBody, Event, EventPayload, SseEvent)),
     modifiers(&BearerAuth, &SharedResponses),
-    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "schedules"), (name = "tokens"), (name = "tenant"), (name = "channels"), (name = "cores"), (name = "operations"))
+    tags((name = "sessions"), (name = "turns"), (name = "events"), (name = "tools"), (name = "approvals"), (name = "tasks"), (name = "schedules"), (name = "tokens"), (name = "tenant"), (name = "channels"), (name = "cores"), (name = "packages"), (name = "operations"))
 )]
 pub struct ApiDoc;
 

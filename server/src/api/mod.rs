@@ -13,6 +13,7 @@ pub mod events;
 pub mod extract;
 pub mod health;
 pub mod mcp;
+pub mod packages;
 pub mod principals;
 pub mod providers;
 pub mod runs;
@@ -104,6 +105,16 @@ pub fn router(app: SharedApp) -> Router {
         .route(
             "/v1/tenant/providers/{provider}",
             axum::routing::put(providers::put_provider_key).delete(providers::delete_provider_key),
+        )
+        .route("/v1/packages", get(packages::list_packages))
+        .route(
+            "/v1/packages/repositories/{alias}/sync",
+            post(packages::sync_repository),
+        )
+        .route("/v1/cores/{core}/packages", post(packages::install_package))
+        .route(
+            "/v1/cores/{core}/packages/{package}",
+            delete(packages::uninstall_package),
         )
         .route("/v1/cores", get(cores::list_cores))
         .route("/v1/cores/{core}", get(cores::get_core))

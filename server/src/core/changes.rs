@@ -109,6 +109,37 @@ impl CoreChanges {
         Ok(change)
     }
 
+    /// Make `edits` as one new live revision for a caller whose role allows
+    /// it (a package installed or removed), recorded as `action` from `via`
+    /// with `detail` (the revision is added to it).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn change_recorded(
+        &self,
+        scope: &PrincipalScope,
+        via: &Surface,
+        core: &CoreId,
+        edits: Vec<(CoreFilePath, Edit)>,
+        message: String,
+        action: &str,
+        mut detail: serde_json::Value,
+    ) -> Result<CoreChange, CoreEditError> {
+        let change = self
+            .repo
+            .change(scope, core, edits, message, Authority::Role)
+            .await?;
+        self.moved(scope.tenant(), &[core.to_string()]).await;
+        if let Some(d) = detail.as_object_mut() {
+            d.insert("revision".into(), change.revision.clone().into());
+            d.insert(
+                "previous".into(),
+                serde_json::to_value(&change.previous).unwrap_or_default(),
+            );
+        }
+        self.record(scope.audit(via, action, core.as_str(), detail))
+            .await;
+        Ok(change)
+    }
+
     /// Roll the tenant's agents tree back to `target` (a new commit),
     /// holding `core`; every changed core and `core` itself moved.
     pub async fn rollback(
