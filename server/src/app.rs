@@ -51,6 +51,8 @@ pub struct App {
     pub cores: CoreRepository,
     /// Package repositories, and packages installed into cores.
     pub packages: crate::packages::Packages,
+    /// Tenants' credentials for their packages' tools.
+    pub credentials: crate::sealing::Credentials,
     /// Chat channel accounts, webhooks and the outbox.
     pub channels: Channels,
     /// Fired once on SIGTERM/SIGINT: streams close, turns cancel.

@@ -40,6 +40,8 @@ pub enum Binding<'a> {
         tenant: &'a TenantId,
         provider: &'a str,
     },
+    /// A tenant's credential for its packages' tools, by name.
+    TenantCredential { tenant: &'a TenantId, name: &'a str },
 }
 
 impl Binding<'_> {
@@ -51,6 +53,9 @@ impl Binding<'_> {
             Binding::ChannelAccount(id) => id.as_bytes().to_vec(),
             Binding::ProviderKey { tenant, provider } => {
                 format!("demiurge provider key\0{tenant}\0{provider}").into_bytes()
+            }
+            Binding::TenantCredential { tenant, name } => {
+                format!("demiurge tenant credential\0{tenant}\0{name}").into_bytes()
             }
         }
     }
@@ -195,3 +200,148 @@ pub async fn reseal_legacy_provider_keys(
 #[cfg(test)]
 #[path = "sealing_tests.rs"]
 mod tests;
+
+/// How a core names a tenant credential where a package's config needs
+/// it: `demiurge-credential:<name>` (the value is put in its place only in
+/// the outgoing request).
+pub const CREDENTIAL_PLACEHOLDER: &str = "demiurge-credential:";
+
+/// Longest credential value accepted.
+pub const MAX_CREDENTIAL_BYTES: usize = 8 * 1024;
+
+/// What an admin sees of a stored credential: never its value.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct CredentialView {
+    pub name: String,
+    /// RFC 3339.
+    pub updated_at: String,
+    pub updated_by: String,
+}
+
+/// A tenant's credentials for its packages' tools (`<package>.<option>`,
+/// a provider's API key, say): sealed at rest, set and listed by tenant
+/// admins, opened only for the outgoing request that names one
+/// ([`crate::authored::http`]). Cheap to clone.
+#[derive(Clone)]
+pub struct Credentials {
+    store: Store,
+    sealer: std::sync::Arc<Sealer>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Credentials")
+    }
+}
+
+/// Whether `name` may name a credential.
+pub fn valid_credential_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+impl Credentials {
+    pub fn new(store: Store, sealer: std::sync::Arc<Sealer>) -> Self {
+        Self { store, sealer }
+    }
+
+    /// The value of `name`, for an outgoing request; `None` when unset or
+    /// when it does not open (logged).
+    pub async fn open(&self, tenant: &TenantId, name: &str) -> Option<String> {
+        let row = match self.store.credential(tenant, name).await {
+            Ok(row) => row?,
+            Err(e) => {
+                tracing::error!(error = %e, "reading a tenant credential");
+                return None;
+            }
+        };
+        match self
+            .sealer
+            .open_text(Binding::TenantCredential { tenant, name }, &row.sealed)
+        {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::error!(error = %e, credential = name, "a tenant credential does not open");
+                None
+            }
+        }
+    }
+
+    /// The tenant's credentials (tenant admins): names, never values.
+    pub async fn list(
+        &self,
+        scope: &crate::auth::PrincipalScope,
+    ) -> crate::error::Result<Vec<CredentialView>> {
+        scope.require_admin("see the tenant's credentials")?;
+        Ok(self
+            .store
+            .credentials(scope.tenant())
+            .await?
+            .into_iter()
+            .map(view)
+            .collect())
+    }
+
+    /// Seal and store `value` as `name` (tenant admins); audited, never the value.
+    pub async fn set(
+        &self,
+        scope: &crate::auth::PrincipalScope,
+        via: &crate::store::Surface,
+        name: &str,
+        value: &str,
+    ) -> crate::error::Result<CredentialView> {
+        use crate::error::Error;
+        scope.require_admin("set the tenant's credentials")?;
+        if !valid_credential_name(name) {
+            return Err(Error::Invalid(format!(
+                "{name:?} is not a credential name (letters, digits, `_`, `-`, `.`)"
+            )));
+        }
+        if value.trim().is_empty() || value.len() > MAX_CREDENTIAL_BYTES {
+            return Err(Error::Invalid(format!(
+                "a credential's value must be 1 to {MAX_CREDENTIAL_BYTES} bytes"
+            )));
+        }
+        let tenant = scope.tenant();
+        let sealed = self
+            .sealer
+            .seal(Binding::TenantCredential { tenant, name }, value.as_bytes())
+            .map_err(|e| Error::Internal(anyhow::anyhow!("seal a credential: {e}")))?;
+        let audit = scope.audit(via, "credential.set", name, serde_json::json!({}));
+        let row = self
+            .store
+            .put_credential(tenant, name, &sealed, scope.principal(), &audit)
+            .await?;
+        Ok(view(row))
+    }
+
+    /// Remove `name` (tenant admins); `false` when it was not set.
+    pub async fn remove(
+        &self,
+        scope: &crate::auth::PrincipalScope,
+        via: &crate::store::Surface,
+        name: &str,
+    ) -> crate::error::Result<bool> {
+        scope.require_admin("remove the tenant's credentials")?;
+        let audit = scope.audit(via, "credential.removed", name, serde_json::json!({}));
+        Ok(self
+            .store
+            .delete_credential(scope.tenant(), name, &audit)
+            .await?)
+    }
+}
+
+fn view(row: crate::store::CredentialRow) -> CredentialView {
+    CredentialView {
+        name: row.name,
+        updated_at: crate::time::rfc3339(row.updated_at),
+        updated_by: row.updated_by,
+    }
+}

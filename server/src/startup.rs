@@ -87,7 +87,8 @@ impl Application {
             sealer: Some(Arc::new(sealer.clone())),
         };
         let quota = seed_storage_quota(&config, &store).await?;
-        let walls = Arc::new(build_walls(&config, quota.clone())?);
+        let credentials = crate::sealing::Credentials::new(store.clone(), Arc::new(sealer.clone()));
+        let walls = Arc::new(build_walls(&config, quota.clone(), credentials.clone())?);
         let mut host_unavailable = std::collections::BTreeMap::new();
         if let Some(reason) = walls.sandbox.unavailable_reason() {
             tracing::error!(
@@ -283,6 +284,7 @@ impl Application {
         );
         let app = Arc::new(App {
             packages,
+            credentials,
             channels,
             limits: RateLimits::new(&config.rate_limit),
             config,
@@ -463,6 +465,7 @@ pub async fn shutdown_signal() {
 fn build_walls(
     config: &Config,
     quota: Arc<crate::exec::StorageQuota>,
+    credentials: crate::sealing::Credentials,
 ) -> anyhow::Result<crate::walls::Walls> {
     let home = config
         .home
@@ -479,6 +482,7 @@ fn build_walls(
         ),
         terminal_network: config.terminal_network,
         quota,
+        credentials: Some(credentials),
         mcp_idle_timeout: config.mcp_idle_timeout,
         outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
             allow: config.url_allow.clone(),

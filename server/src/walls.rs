@@ -23,4 +23,7 @@ pub struct Walls {
     pub outbound: crate::net::Outbound,
     /// `--mcp-idle-timeout`: an MCP connection unused this long is closed.
     pub mcp_idle_timeout: std::time::Duration,
+    /// Tenants' credentials, opened only into an outgoing request that
+    /// names one (`None` where nothing is sealed: tool unit tests).
+    pub credentials: Option<crate::sealing::Credentials>,
 }

@@ -216,7 +216,11 @@ async fn packages_install_into_a_core_as_one_revision_and_come_out_again() {
             config.contains("default_count: '5'") || config.contains("default_count: \"5\""),
             "{config}"
         );
-        assert!(config.contains("api_key: null"), "{config}");
+        // The secret option is a placeholder for the tenant's credential, never a value.
+        assert!(
+            config.contains("api_key: demiurge-credential:web_search_brave.api_key"),
+            "{config}"
+        );
 
         // A second provider of web_search is refused, naming the first.
         let (st, b) = app
@@ -462,4 +466,346 @@ async fn a_git_repository_is_synced_at_its_pinned_commit() {
         .await;
     assert_eq!(st, 201, "{b}");
     assert_eq!(b["record"]["repository_commit"], commit.as_str());
+}
+
+// ---------------------------------------------------------------------------
+// web_search end to end: the provider packages' libraries call their APIs
+// with urllib, which the host makes through the URL policy, putting the
+// tenant's sealed key in place of the core's placeholder. The stand-ins
+// answer as the providers document: Brave's `GET /res/v1/web/search`
+// (`X-Subscription-Token`, `q`, `count`; results under `web.results` with
+// `title`, `url`, `description`) and Tavily's `POST /search` (JSON with
+// `api_key`, `query`, `max_results`; `results` with `title`, `url`,
+// `content`, `score`).
+
+const BRAVE_KEY: &str = "BSAbrave-test-key-7f3e9a";
+const TAVILY_KEY: &str = "tvly-test-key-41c8d2";
+
+/// A web search provider whose library speaks the provider's HTTP API.
+fn live_provider(root: &Path, id: &str, lib: &str) {
+    write(
+        root,
+        &format!("packages/{id}.yaml"),
+        &format!(
+            "schema_version: 1\nid: {id}\nname: {id}\nsummary: Search the web.\ntags: [web, search]\noptions:\n- id: api_key\n  type: secret\n  prompt: API key\n  required: false\n  default: null\n- id: base_url\n  type: string\n  default: https://api.example.com\ncapabilities: [network.fetch]\ncomponents:\n- id: web_search_tool\n  kind: tool\n  source: {id}\n  target: agent/tools/web_search\n- id: web_search_lib\n  kind: lib\n  source: {id}\n  target: agent/lib/{id}\n  config:\n    api_key: ${{options.api_key}}\n    base_url: ${{options.base_url}}\n"
+        ),
+    );
+    write(
+        root,
+        &format!("tool/{id}/tool.yaml"),
+        "description: Search the web. Returns titles, URLs and snippets.\nentrypoint: module:execute\nrisk: medium\napproval_policy: prompt\ncapability: network.fetch\ncapabilities: [network.fetch]\ninput_schema:\n  type: object\n  properties:\n    query: {type: string}\n    count: {type: integer, minimum: 1, maximum: 20, default: 5}\n  required: [query]\n  additionalProperties: false\n",
+    );
+    write(
+        root,
+        &format!("tool/{id}/module.py"),
+        &format!(
+            "import asyncio\nimport json\n\nfrom demiurge.sdk import ToolResult\n\nfrom .{id}.search import search\n\n\nasync def execute(ctx, args):\n    ctx.capability.require('network.fetch', slot_path=ctx.slot_path)\n    result = await asyncio.to_thread(search, args or {{}})\n    text = json.dumps(result, sort_keys=True)\n    return ToolResult(content=text, data=result, is_error=not result.get('success'), model_output=text)\n"
+        ),
+    );
+    write(root, &format!("lib/{id}/__init__.py"), "");
+    write(root, &format!("lib/{id}/search.py"), lib);
+    write(
+        root,
+        &format!("lib/{id}/config.yaml"),
+        "api_key: null\nbase_url: null\ntimeout_seconds: 20\n",
+    );
+}
+
+const BRAVE_LIB: &str = r#"import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+
+def search(args):
+    config = yaml.safe_load(Path(__file__).with_name('config.yaml').read_text()) or {}
+    query = str(args.get('query') or '').strip()
+    params = urllib.parse.urlencode({'q': query, 'count': int(args.get('count') or 5)})
+    request = urllib.request.Request(
+        config['base_url'].rstrip('/') + '/res/v1/web/search?' + params,
+        headers={'Accept': 'application/json', 'X-Subscription-Token': config.get('api_key') or ''},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=config.get('timeout_seconds') or 20) as response:
+            payload = json.loads(response.read().decode(response.headers.get_content_charset() or 'utf-8'))
+    except urllib.error.HTTPError as exc:
+        return {'success': False, 'provider': 'brave', 'query': query, 'error': f'HTTP {exc.code}'}
+    except urllib.error.URLError as exc:
+        return {'success': False, 'provider': 'brave', 'query': query, 'error': str(exc.reason)}
+    web = [
+        {'title': r.get('title'), 'url': r.get('url'), 'description': r.get('description'), 'position': i}
+        for i, r in enumerate((payload.get('web') or {}).get('results') or [], start=1)
+    ]
+    return {'success': True, 'provider': 'brave', 'query': query, 'data': {'web': web},
+            'metadata': {'echo': payload.get('echo')}}
+"#;
+
+const TAVILY_LIB: &str = r#"import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+
+def search(args):
+    config = yaml.safe_load(Path(__file__).with_name('config.yaml').read_text()) or {}
+    query = str(args.get('query') or '').strip()
+    body = json.dumps({'api_key': config.get('api_key'), 'query': query,
+                       'max_results': int(args.get('count') or 5), 'search_depth': 'basic'}).encode()
+    request = urllib.request.Request(config['base_url'].rstrip('/') + '/search', data=body, method='POST',
+                                     headers={'Content-Type': 'application/json'})
+    try:
+        with urllib.request.urlopen(request, timeout=20) as response:
+            payload = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return {'success': False, 'provider': 'tavily', 'query': query, 'error': f'HTTP {exc.code}'}
+    except urllib.error.URLError as exc:
+        return {'success': False, 'provider': 'tavily', 'query': query, 'error': str(exc.reason)}
+    web = [
+        {'title': r.get('title'), 'url': r.get('url'), 'description': r.get('content'), 'position': i}
+        for i, r in enumerate(payload.get('results') or [], start=1)
+    ]
+    return {'success': True, 'provider': 'tavily', 'query': query, 'data': {'web': web}}
+"#;
+
+/// What the stand-ins were asked: (provider, the key they were given, query).
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, String, String)>>>;
+
+/// Brave's and Tavily's search APIs, as documented, on a local port.
+async fn search_stand_in() -> (String, Seen) {
+    use axum::extract::{Query, State};
+    use axum::http::HeaderMap;
+    use axum::routing::{get, post};
+    let seen: Seen = Default::default();
+    let brave = |State(seen): State<Seen>,
+                 headers: HeaderMap,
+                 Query(q): Query<std::collections::HashMap<String, String>>| async move {
+        let key = headers
+            .get("x-subscription-token")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let query = q.get("q").cloned().unwrap_or_default();
+        seen.lock()
+            .unwrap()
+            .push(("brave".into(), key.clone(), query.clone()));
+        if key != BRAVE_KEY {
+            return (
+                axum::http::StatusCode::UNAUTHORIZED,
+                axum::Json(
+                    json!({"type": "ErrorResponse", "error": {"code": "SUBSCRIPTION_TOKEN_INVALID"}}),
+                ),
+            );
+        }
+        (
+            axum::http::StatusCode::OK,
+            axum::Json(json!({
+                "type": "search",
+                "query": {"original": query},
+                // A careless API that echoes the token: the host scrubs it.
+                "echo": key,
+                "web": {"type": "search", "results": [
+                    {"title": format!("{query} result one"), "url": "https://example.org/one", "description": "The first result."},
+                    {"title": format!("{query} result two"), "url": "https://example.org/two", "description": "The second result."}
+                ]}
+            })),
+        )
+    };
+    let tavily = |State(seen): State<Seen>, axum::Json(body): axum::Json<Value>| async move {
+        let key = body["api_key"].as_str().unwrap_or_default().to_owned();
+        let query = body["query"].as_str().unwrap_or_default().to_owned();
+        seen.lock()
+            .unwrap()
+            .push(("tavily".into(), key.clone(), query.clone()));
+        if key != TAVILY_KEY {
+            return (
+                axum::http::StatusCode::UNAUTHORIZED,
+                axum::Json(
+                    json!({"detail": {"error": "Unauthorized: missing or invalid API key."}}),
+                ),
+            );
+        }
+        (
+            axum::http::StatusCode::OK,
+            axum::Json(json!({
+                "query": query, "response_time": 0.42,
+                "results": [{"title": format!("{query} from tavily"), "url": "https://example.org/t", "content": "A snippet.", "score": 0.9}]
+            })),
+        )
+    };
+    let router = axum::Router::new()
+        .route("/res/v1/web/search", get(brave))
+        .route("/search", post(tavily))
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    (format!("http://{addr}"), seen)
+}
+
+fn search_result(evs: &[Value]) -> Value {
+    let r = evs
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "tool.result" && e["data"]["tool"] == "web_search")
+        .unwrap();
+    r["data"].clone()
+}
+
+#[tokio::test]
+async fn web_search_runs_against_the_providers_with_the_tenants_sealed_key() {
+    let repo = tempfile::tempdir().unwrap();
+    write(
+        repo.path(),
+        "repository.yaml",
+        "schema_version: 1\nid: builtin\nname: Test packages\n",
+    );
+    live_provider(repo.path(), "web_search_brave", BRAVE_LIB);
+    live_provider(repo.path(), "web_search_tavily", TAVILY_LIB);
+    let (base, seen) = search_stand_in().await;
+    for backend in backends() {
+        seen.lock().unwrap().clear();
+        let app = spawn_with(
+            backend,
+            Opts::default()
+                .env(
+                    "DEMIURGE_PACKAGE_REPOSITORIES",
+                    &format!("builtin={}", repo.path().display()),
+                )
+                // The stand-ins listen on loopback, which the URL policy refuses by default.
+                .env("DEMIURGE_URL_ALLOW", "127.0.0.1/32"),
+        )
+        .await;
+        let admin = app.token_with("default", "boss", "admin", "1h");
+        let member = app.token("default", "alice");
+        let sid = app.create_session(&member).await;
+        let install = |pkg: &str| json!({"repository": "builtin", "package": pkg, "options": {"base_url": base}});
+        let (st, b) = app
+            .post(
+                &admin,
+                "/v1/cores/assistant/packages",
+                install("web_search_brave"),
+            )
+            .await;
+        assert_eq!(st, 201, "{b}");
+        let search = json!([{"tool_calls": [{"name": "web_search", "arguments": {"query": "rust async", "count": 2}}]}, {"content": "done"}]);
+
+        // No key stored yet: the request is refused before it leaves.
+        let evs = run_script(&app, &member, &sid, search.clone(), "allow_once").await;
+        let r = search_result(&evs);
+        assert_eq!(r["status"], "failed", "{r}");
+        assert!(r["content"].as_str().unwrap().contains("not set"), "{r}");
+        assert!(seen.lock().unwrap().is_empty());
+
+        // The admin stores the key (a member may not); the search works.
+        let put = |tok: &str, name: &str, value: &str| {
+            app.client
+                .put(app.url(&format!("/v1/tenant/credentials/{name}")))
+                .bearer_auth(tok.to_owned())
+                .json(&json!({"value": value}))
+                .send()
+        };
+        assert_eq!(
+            put(&member, "web_search_brave.api_key", BRAVE_KEY)
+                .await
+                .unwrap()
+                .status(),
+            403
+        );
+        let resp = put(&admin, "web_search_brave.api_key", BRAVE_KEY)
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let view: Value = resp.json().await.unwrap();
+        assert!(!view.to_string().contains(BRAVE_KEY), "{view}");
+        let evs = run_script(&app, &member, &sid, search.clone(), "allow_once").await;
+        let r = search_result(&evs);
+        assert_eq!(r["status"], "succeeded", "{r}\n{}", app.log());
+        let content: Value = serde_json::from_str(r["content"].as_str().unwrap()).unwrap();
+        assert_eq!(content["provider"], "brave");
+        assert_eq!(
+            content["data"]["web"][0]["title"], "rust async result one",
+            "{content}"
+        );
+        assert_eq!(content["data"]["web"][1]["url"], "https://example.org/two");
+        // The provider saw the real key; the tool never did (the echo is scrubbed).
+        assert_eq!(
+            seen.lock().unwrap().last().unwrap(),
+            &("brave".into(), BRAVE_KEY.into(), "rust async".into())
+        );
+        assert_eq!(
+            content["metadata"]["echo"], "<redacted:credential>",
+            "{content}"
+        );
+
+        // Swap providers: uninstall, install Tavily with its own key.
+        let (st, b) = delete(
+            &app,
+            &admin,
+            "/v1/cores/assistant/packages/web_search_brave",
+        )
+        .await;
+        assert_eq!(st, 200, "{b}");
+        let (st, b) = app
+            .post(
+                &admin,
+                "/v1/cores/assistant/packages",
+                install("web_search_tavily"),
+            )
+            .await;
+        assert_eq!(st, 201, "{b}");
+        assert_eq!(
+            put(&admin, "web_search_tavily.api_key", TAVILY_KEY)
+                .await
+                .unwrap()
+                .status(),
+            200
+        );
+        let evs = run_script(&app, &member, &sid, search.clone(), "allow_once").await;
+        let r = search_result(&evs);
+        assert_eq!(r["status"], "succeeded", "{r}");
+        let content: Value = serde_json::from_str(r["content"].as_str().unwrap()).unwrap();
+        assert_eq!(content["provider"], "tavily");
+        assert_eq!(content["data"]["web"][0]["title"], "rust async from tavily");
+        assert_eq!(seen.lock().unwrap().last().unwrap().1, TAVILY_KEY);
+
+        // The URL policy decides where a package's requests may go: the
+        // cloud metadata address is refused before anything is sent.
+        let (st, b) = app
+            .post(&admin, "/v1/cores/assistant/packages", json!({"repository": "builtin", "package": "web_search_tavily", "upgrade": true, "options": {"base_url": "http://169.254.169.254"}}))
+            .await;
+        assert_eq!(st, 201, "{b}");
+        let before = seen.lock().unwrap().len();
+        let evs = run_script(&app, &member, &sid, search.clone(), "allow_once").await;
+        let r = search_result(&evs);
+        assert!(
+            r["content"]
+                .as_str()
+                .unwrap()
+                .contains("URL blocked by Host policy"),
+            "{r}"
+        );
+        assert_eq!(seen.lock().unwrap().len(), before);
+
+        // The keys are nowhere in the home in clear: not in the core, its
+        // git history, the events, the logs or the databases.
+        let (_, listed) = app.get(&admin, "/v1/tenant/credentials").await;
+        assert_eq!(
+            listed["credentials"].as_array().unwrap().len(),
+            2,
+            "{listed}"
+        );
+        for key in [BRAVE_KEY, TAVILY_KEY] {
+            assert_secret_absent(&app.home, key, &[]);
+            assert!(!app.log().contains(key));
+        }
+        // Another tenant cannot use these keys: its credentials are its own.
+        let other = app.token_with("other", "root", "admin", "1h");
+        let (_, theirs) = app.get(&other, "/v1/tenant/credentials").await;
+        assert_eq!(theirs["credentials"], json!([]), "{theirs}");
+    }
 }

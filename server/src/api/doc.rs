@@ -10,9 +10,9 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::SseEvent;
 use super::{
-    approvals, audit, budgets, channels, cores, events, health, packages, principals, providers,
-    runs, schedules, search, sessions, stream, tasks, tenant_events, tenant_policy, tokens, tools,
-    turns, usage,
+    approvals, audit, budgets, channels, cores, credentials, events, health, packages, principals,
+    providers, runs, schedules, search, sessions, stream, tasks, tenant_events, tenant_policy,
+    tokens, tools, turns, usage,
 };
 use crate::wire::events::{Event, EventPayload};
 
@@ -38,6 +38,7 @@ use crate::wire::events::{Event, EventPayload};
         channels::delete_account, channels::list_pairings, channels::approve_pairing,
         channels::webhook,
         providers::list_provider_keys, providers::put_provider_key, providers::delete_provider_key,
+        credentials::list_credentials, credentials::put_credential, credentials::delete_credential,
         cores::list_cores, cores::get_core, cores::get_core_file, cores::put_core_file,
         cores::delete_core_file, cores::list_core_versions, cores::diff_core,
         runs::list_runs, runs::get_run, runs::review_run, runs::promote_run, runs::discard_run,

@@ -7,6 +7,7 @@ pub mod budgets;
 pub mod channels;
 pub mod console;
 pub mod cores;
+pub mod credentials;
 pub mod doc;
 pub mod error;
 pub mod events;
@@ -100,6 +101,11 @@ pub fn router(app: SharedApp) -> Router {
         .route(
             "/v1/principals/{id}/enable",
             post(principals::enable_principal),
+        )
+        .route("/v1/tenant/credentials", get(credentials::list_credentials))
+        .route(
+            "/v1/tenant/credentials/{name}",
+            axum::routing::put(credentials::put_credential).delete(credentials::delete_credential),
         )
         .route("/v1/tenant/providers", get(providers::list_provider_keys))
         .route(

@@ -7,6 +7,7 @@
 //! bounded, redacted argument preview), and only then is the module
 //! imported — in a confined runner ([`runner`]), speaking [`protocol`].
 
+pub mod http;
 pub mod protocol;
 pub mod runner;
 

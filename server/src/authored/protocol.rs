@@ -46,6 +46,20 @@ pub enum FromRunner {
         #[serde(default)]
         arguments: Value,
     },
+    /// An HTTP request made through `urllib` in the runner: the host makes
+    /// it through the URL policy (answered with [`host_reply`]).
+    Http {
+        id: u64,
+        method: String,
+        url: String,
+        #[serde(default)]
+        headers: Vec<(String, String)>,
+        /// Base64.
+        #[serde(default)]
+        body: Option<String>,
+        #[serde(default)]
+        timeout: Option<f64>,
+    },
     Output {
         id: u64,
         #[serde(default)]

@@ -131,6 +131,15 @@ pub enum HostAsk {
         name: String,
         arguments: Value,
     },
+    /// `urllib` in the runner (tools and slots alike).
+    Http {
+        method: String,
+        url: String,
+        headers: Vec<(String, String)>,
+        /// Decoded from the runner's base64.
+        body: Option<Vec<u8>>,
+        timeout: Option<f64>,
+    },
 }
 
 /// What the host answers: the value, or (`capability` | `invalid` |
@@ -192,6 +201,7 @@ impl Runners {
         &self,
         inv: Invocation<'_>,
         allow: &(dyn Fn(&str) -> bool + Sync),
+        host: &HostFn<'_>,
         output: tokio::sync::mpsc::Sender<(&'static str, String)>,
         cancel: &CancellationToken,
     ) -> ToolOutcome {
@@ -214,7 +224,10 @@ impl Runners {
             }
             .line()
         };
-        match self.run(&inv, &line, allow, None, &output, cancel).await {
+        match self
+            .run(&inv, &line, allow, Some(host), &output, cancel)
+            .await
+        {
             Ok(Reply::Value(value)) => protocol::outcome_from_value(&value),
             Ok(Reply::Raised {
                 kind,
@@ -750,6 +763,37 @@ async fn exchange(
                 name,
                 arguments,
             }) if tid == id => HostAsk::Tool { name, arguments },
+            Some(FromRunner::Http {
+                id: hid,
+                method,
+                url,
+                headers,
+                body,
+                timeout,
+            }) if hid == id => {
+                use base64::Engine as _;
+                let body = match body
+                    .map(|b| base64::engine::general_purpose::STANDARD.decode(b))
+                    .transpose()
+                {
+                    Ok(body) => body,
+                    Err(_) => {
+                        let reply = protocol::host_reply(
+                            id,
+                            Err(("invalid", "the request body is not base64".into())),
+                        );
+                        send(runner, &reply, deadline).await?;
+                        continue;
+                    }
+                };
+                HostAsk::Http {
+                    method,
+                    url,
+                    headers,
+                    body,
+                    timeout,
+                }
+            }
             other => {
                 if let Some(reply) = finish(other, id, talk.output) {
                     return reply;

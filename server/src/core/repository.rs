@@ -296,6 +296,44 @@ fn read_schedules(dir: &Path) -> super::schedule_file::Parsed {
 
 /// The manifest's mtime: a cheap stat that notices an edit of `agent.yaml`
 /// made outside the API (API writes invalidate the cache themselves).
+/// SHA-256 over the core's files (names and bytes), `.git` and Python
+/// caches left out: what its runners would load.
+fn code_hash(core_dir: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let mut files = Vec::new();
+    let mut stack = vec![core_dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let name = entry.file_name();
+            if kind.is_dir() {
+                if name != ".git" && name != "__pycache__" {
+                    stack.push(entry.path());
+                }
+            } else if kind.is_file() && !name.to_string_lossy().ends_with(".pyc") {
+                files.push(entry.path());
+            }
+        }
+    }
+    files.sort();
+    let mut h = Sha256::new();
+    for f in files {
+        let rel = f.strip_prefix(core_dir).unwrap_or(&f);
+        h.update(rel.to_string_lossy().as_bytes());
+        h.update([0]);
+        if let Ok(bytes) = std::fs::read(&f) {
+            h.update(&bytes);
+        }
+        h.update([0]);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn revision(core_dir: &Path) -> String {
     let mtime = std::fs::metadata(core_dir.join("agent.yaml"))
         .and_then(|m| m.modified())
@@ -377,11 +415,16 @@ fn build_view(
         .collect();
     let core_approval = approval_block(&core.manifest.approval);
     let global_approval = global.as_ref().map(|g| approval_block(&g.approval));
+    // The loader's fingerprint covers what it read (the manifests); the
+    // code the runners load (tool and slot modules, `agent/lib`) is folded
+    // in too, so a revision that changes only code gets fresh runners and
+    // approvals given for the old code do not carry over.
     let fingerprint = crate::redact::redactor::fingerprint(&format!(
-        "{}|{}|{:?}",
+        "{}|{}|{:?}|{}",
         core.fingerprint,
         grants.fingerprint(),
-        global_approval
+        global_approval,
+        code_hash(core_dir)
     ));
     let catalog = CatalogInput {
         core_id: core_id.to_owned(),

@@ -229,6 +229,19 @@ pub fn install(
     now: &str,
 ) -> Result<Plan, PlanError> {
     let options = recipe::resolve_options(recipe, answers).map_err(PlanError::Invalid)?;
+    // A secret option's value is a tenant credential: the core gets its
+    // placeholder, the outgoing request its value (`authored::http`).
+    let mut rendered = options.clone();
+    for o in recipe.options.iter().filter(|o| o.is_secret()) {
+        rendered.insert(
+            o.id.clone(),
+            Value::String(format!(
+                "{}{}",
+                crate::sealing::CREDENTIAL_PLACEHOLDER,
+                credential_name(&recipe.id, &o.id)
+            )),
+        );
+    }
     let mut registry = core.registry()?;
     let mut edits: Vec<(String, FileEdit)> = Vec::new();
     let mut pipelines = Pipelines::read(core)?;
@@ -276,7 +289,7 @@ pub fn install(
                 recipe.id
             )));
         }
-        let config = recipe::render_config(c, &options);
+        let config = recipe::render_config(c, &rendered);
         let mut record = InstalledComponent {
             kind: c.kind.as_str().to_owned(),
             component_id: c.id.clone(),
@@ -410,7 +423,7 @@ pub fn install(
             .options
             .iter()
             .filter(|o| o.is_secret())
-            .map(|o| (o.id.clone(), format!("{}.{}", recipe.id, o.id)))
+            .map(|o| (o.id.clone(), credential_name(&recipe.id, &o.id)))
             .collect(),
     };
     registry.installed.push(record.clone());
@@ -423,6 +436,22 @@ pub fn install(
         record,
         warnings,
     })
+}
+
+/// The tenant credential a package's secret option names.
+pub fn credential_name(package: &str, option: &str) -> String {
+    format!("{package}.{option}")
+}
+
+/// The credentials the package that installed `target` (a tool or slot
+/// folder) may put into its requests.
+pub fn credentials_of(registry: &Registry, target: &str) -> Vec<String> {
+    registry
+        .installed
+        .iter()
+        .filter(|i| i.components.iter().any(|c| c.target == target))
+        .flat_map(|i| i.secrets.values().cloned())
+        .collect()
 }
 
 /// Plan uninstalling `package_id`: its targets go (unless another

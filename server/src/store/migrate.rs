@@ -181,6 +181,12 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0075_audit.sql"),
         postgres: include_str!("../../../migrations/postgres/0075_audit.sql"),
     },
+    Embedded {
+        version: 76,
+        name: "tenant_credentials",
+        sqlite: include_str!("../../../migrations/sqlite/0076_tenant_credentials.sql"),
+        postgres: include_str!("../../../migrations/postgres/0076_tenant_credentials.sql"),
+    },
 ];
 
 /// The usage file's migrations (SQLite only; see [`super::UsageDb`]). Its

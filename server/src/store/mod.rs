@@ -16,6 +16,7 @@ mod slots;
 pub use lineage::{Delegation, Lineage, HARD_MAX_DEPTH};
 pub use slots::SessionSlots;
 mod budgets;
+mod credentials;
 mod messages;
 mod migrate;
 mod module_state;
@@ -46,6 +47,7 @@ pub use budgets::{BudgetKind, BudgetRow};
 pub use channels::{
     CardRow, ChannelAccountRow, ConversationKey, ConversationRow, NewOutbox, OutboxRow, PairingRow,
 };
+pub use credentials::CredentialRow;
 pub use events::{EventRow, NewEvent, TurnFinish};
 pub use messages::{Compaction, StoredMessage};
 pub use provider_keys::ProviderKeyRow;

@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 
 use super::contract::{Gate, Plan, Tool, ToolEnv, ToolOutcome, ToolStatus};
+use crate::authored::runner::{HostAnswer, HostAsk};
 use crate::home::HomeLayout;
 
 /// One call of an authored tool.
@@ -57,15 +58,90 @@ impl Tool for AuthoredCall {
             timeout: env.host.runners().pool().timeout(),
         };
         let output = env.host.output().output_sink(env);
+        // A tool's runner may ask the host for HTTP (urllib) only; the
+        // slot clients (`ctx.state`, `ctx.tools`) are not a tool's.
+        let outbound = env.walls.outbound.clone();
+        let credentials = env.walls.credentials.clone();
+        let (tenant_id, core_dir, slot_path) =
+            (tenant.clone(), ctx.core.dir.clone(), spec.slot_path.clone());
+        let host = move |ask: HostAsk| -> futures_util::future::BoxFuture<'_, HostAnswer> {
+            let outbound = outbound.clone();
+            let (credentials, tenant_id, core_dir, slot_path) = (
+                credentials.clone(),
+                tenant_id.clone(),
+                core_dir.clone(),
+                slot_path.clone(),
+            );
+            Box::pin(async move {
+                match ask {
+                    HostAsk::Http {
+                        method,
+                        url,
+                        headers,
+                        body,
+                        timeout,
+                    } => {
+                        let ask = crate::authored::http::HttpAsk {
+                            method,
+                            url,
+                            headers,
+                            body,
+                            timeout,
+                        };
+                        let opened = open_credentials(
+                            credentials.as_ref(),
+                            &tenant_id,
+                            &core_dir,
+                            &slot_path,
+                            &ask,
+                        )
+                        .await;
+                        crate::authored::http::fetch(&outbound, ask, &opened).await
+                    }
+                    HostAsk::State { .. } | HostAsk::Tool { .. } => Err((
+                        "unavailable",
+                        "this client is offered to input and output slots only".to_owned(),
+                    )),
+                }
+            })
+        };
         let mut outcome = env
             .host
             .runners()
             .pool()
-            .call(invocation, &allow, output, &ctx.cancel)
+            .call(invocation, &allow, &host, output, &ctx.cancel)
             .await;
         if outcome.data.is_null() {
             outcome.data = json!({"tool": env.entry.name, "slot_path": spec.slot_path});
         }
         outcome
     }
+}
+
+/// The tenant credentials `ask` names that this tool may use: those the
+/// package that installed the tool's folder declares (`packages.yaml`);
+/// any other name stays closed, and the bridge refuses the request.
+async fn open_credentials(
+    credentials: Option<&crate::sealing::Credentials>,
+    tenant: &crate::ids::TenantId,
+    core_dir: &std::path::Path,
+    slot_path: &str,
+    ask: &crate::authored::http::HttpAsk,
+) -> std::collections::BTreeMap<String, String> {
+    let mut opened = std::collections::BTreeMap::new();
+    let wanted = crate::authored::http::credential_names(ask);
+    let Some(credentials) = credentials.filter(|_| !wanted.is_empty()) else {
+        return opened;
+    };
+    let files = crate::packages::plan::CoreFiles { dir: core_dir };
+    let allowed = match files.registry() {
+        Ok(registry) => crate::packages::plan::credentials_of(&registry, slot_path),
+        Err(_) => return opened,
+    };
+    for name in wanted.into_iter().filter(|n| allowed.contains(n)) {
+        if let Some(value) = credentials.open(tenant, &name).await {
+            opened.insert(name, value);
+        }
+    }
+    opened
 }

@@ -208,6 +208,7 @@ pub fn fixture(grants: &[&str]) -> Fixture {
             vec![],
         ),
         terminal_network: true,
+        credentials: None,
         quota: crate::exec::StorageQuota::new(1 << 20, 1 << 30),
         mcp_idle_timeout: crate::mcp::runtime::DEFAULT_IDLE_TIMEOUT,
         outbound: crate::net::Outbound::new(crate::net::OutboundSettings {

@@ -303,7 +303,29 @@ impl TurnService {
             ctx.turn_id.to_string(),
         );
         let tool_calls = std::sync::atomic::AtomicU32::new(0);
+        let outbound = inner.walls.outbound.clone();
         let answer = |slot: &crate::core::pipeline::SlotSpec, ask: HostAsk| match ask {
+            // `urllib` in a slot (speech providers, say): through the URL policy.
+            HostAsk::Http {
+                method,
+                url,
+                headers,
+                body,
+                timeout,
+            } => {
+                let outbound = outbound.clone();
+                async move {
+                    let ask = crate::authored::http::HttpAsk {
+                        method,
+                        url,
+                        headers,
+                        body,
+                        timeout,
+                    };
+                    crate::authored::http::fetch(&outbound, ask, &Default::default()).await
+                }
+                .boxed()
+            }
             HostAsk::State {
                 scope,
                 action,

@@ -19,16 +19,29 @@ at stderr so stray writes cannot corrupt the protocol). One call at a time:
             {"op": "host", "id", "ok": false, "kind", "message"}), then {"op": "result",
             "id", "value": {"bootstrap", "context", "deliveries", "result"}}
             (what the slot asked for, see ``demiurge.slots``) or an error.
+
+  During a call or a slot, ``urllib.request`` goes through the host:
+  runner -> {"op": "http", "id", "method", "url", "headers": [[k, v]],
+            "body" (base64) , "timeout"}; host answers {"op": "host", "id",
+            "ok", "value": {"status", "reason", "headers", "body"}} or a
+            refusal (raised as ``urllib.error.URLError``).
 """
 
 import asyncio
+import base64
+import http.client
 import importlib
 import importlib.util
 import inspect
+import io
 import json
 import os
 import sys
+import threading
 import types
+import urllib.error
+import urllib.request
+import urllib.response
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
@@ -42,9 +55,14 @@ from demiurge.sdk import AgentInput, CapabilityDenied, ToolContext, ToolResult, 
 from demiurge import slots as _slots  # noqa: E402
 
 
+_out_lock = threading.Lock()
+
+
 def _send(message):
-    _proto.write(json.dumps(message, ensure_ascii=False, default=str) + "\n")
-    _proto.flush()
+    line = json.dumps(message, ensure_ascii=False, default=str) + "\n"
+    with _out_lock:
+        _proto.write(line)
+        _proto.flush()
 
 
 def _receive():
@@ -60,9 +78,10 @@ class _Capability:
         self._slot_path = slot_path
 
     def can(self, capability, *, slot_path=None):
-        _send({"op": "capability", "id": self._id, "name": str(capability),
-               "slot_path": slot_path or self._slot_path})
-        reply = _receive()
+        with _wire:
+            _send({"op": "capability", "id": self._id, "name": str(capability),
+                   "slot_path": slot_path or self._slot_path})
+            reply = _receive()
         return bool(reply.get("allowed"))
 
     def require(self, capability, *, slot_path=None):
@@ -78,8 +97,9 @@ class _Host:
         self._id = call_id
 
     def _ask(self, op, **fields):
-        _send({"op": op, "id": self._id, **fields})
-        reply = _receive()
+        with _wire:
+            _send({"op": op, "id": self._id, **fields})
+            reply = _receive()
         if reply.get("ok"):
             return reply.get("value")
         kind, message = reply.get("kind"), str(reply.get("message") or "refused")
@@ -94,6 +114,53 @@ class _Host:
 
     def tool(self, name, arguments):
         return self._ask("tool", name=name, arguments=arguments)
+
+
+_current = {"id": None}
+_wire = threading.Lock()
+
+
+class _Bridge:
+    """urllib's HTTP(S) made by the host, through its URL policy."""
+
+    def _through_host(self, req):
+        call_id = _current["id"]
+        if call_id is None:
+            raise urllib.error.URLError("HTTP is only available during a call")
+        body = req.data
+        if body is not None and not isinstance(body, (bytes, bytearray)):
+            body = b"".join(part if isinstance(part, bytes) else str(part).encode() for part in body)
+        timeout = req.timeout if isinstance(req.timeout, (int, float)) else None
+        with _wire:
+            _send({"op": "http", "id": call_id, "method": req.get_method(), "url": req.full_url,
+                   "headers": [[k, v] for k, v in req.header_items()],
+                   "body": base64.b64encode(body).decode() if body is not None else None,
+                   "timeout": timeout})
+            reply = _receive()
+        if not reply.get("ok"):
+            raise urllib.error.URLError(str(reply.get("message") or "refused by the host"))
+        value = reply.get("value") or {}
+        headers = http.client.HTTPMessage()
+        for key, val in value.get("headers") or []:
+            headers[key] = val
+        resp = urllib.response.addinfourl(
+            io.BytesIO(base64.b64decode(value.get("body") or "")), headers, req.full_url,
+            int(value.get("status") or 0))
+        resp.msg = value.get("reason") or ""
+        return resp
+
+
+class _HostHTTPHandler(_Bridge, urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self._through_host(req)
+
+
+class _HostHTTPSHandler(_Bridge, urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        return self._through_host(req)
+
+
+urllib.request.install_opener(urllib.request.build_opener(_HostHTTPHandler, _HostHTTPSHandler))
 
 
 class _Output:
@@ -173,6 +240,7 @@ def _call(message):
     )
     saved = sys.stdout
     sys.stdout = _Output(call_id)
+    _current["id"] = call_id
     try:
         module = _load(tool)
         function = getattr(module, tool["function"], None)
@@ -195,6 +263,7 @@ def _call(message):
                "message": str(exc)})
     finally:
         sys.stdout = saved
+        _current["id"] = None
 
 
 def _slot(message):
@@ -236,6 +305,7 @@ def _slot(message):
             ctx.result = _slots.ResultClient(effects, lane)
     saved = sys.stdout
     sys.stdout = _Output(call_id)
+    _current["id"] = call_id
     try:
         module = _load(slot)
         function = getattr(module, slot["function"], None)
@@ -258,6 +328,7 @@ def _slot(message):
                "message": str(exc)})
     finally:
         sys.stdout = saved
+        _current["id"] = None
 
 
 async def _awaited(value):
