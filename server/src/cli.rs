@@ -103,6 +103,12 @@ pub enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Package repositories and the packages installed in a tenant's cores
+    /// (the server operator, acting as the tenant's admin).
+    Package {
+        #[command(subcommand)]
+        command: PackageCommand,
+    },
     /// Print the OpenAPI document.
     Openapi,
     /// Apply database migrations and exit.
@@ -180,6 +186,76 @@ pub enum BudgetCommand {
         /// A price list in the format of `serve`'s, for the spend's cost.
         #[arg(long, env = "DEMIURGE_MODEL_PRICES")]
         model_prices: Option<PathBuf>,
+    },
+}
+
+/// The trusted package repositories, as `serve` takes them.
+#[derive(Debug, Clone, Args)]
+pub struct RepositoryArgs {
+    /// The trusted repositories (the same list `serve` takes).
+    #[arg(
+        long = "package-repository",
+        env = "DEMIURGE_PACKAGE_REPOSITORIES",
+        value_delimiter = ','
+    )]
+    pub package_repositories: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PackageCommand {
+    /// The repositories and their packages (with `--core`, what is installed there) as JSON.
+    List {
+        /// The tenant whose core is looked at.
+        #[arg(long, default_value = "default")]
+        tenant: String,
+        /// A core of the tenant: its installed packages are listed too.
+        #[arg(long)]
+        core: Option<String>,
+        #[command(flatten)]
+        repositories: RepositoryArgs,
+    },
+    /// Install `<repository>/<package>` into a core as one revision.
+    Install {
+        /// `<repository alias>/<package id>`.
+        package: String,
+        /// The tenant whose core changes.
+        #[arg(long, default_value = "default")]
+        tenant: String,
+        /// The core to install into.
+        #[arg(long, default_value = "assistant")]
+        core: String,
+        /// An option answer, `<id>=<value>` (repeatable; never a secret).
+        #[arg(long = "option")]
+        options: Vec<String>,
+        /// Replace the installed version.
+        #[arg(long)]
+        upgrade: bool,
+        #[command(flatten)]
+        repositories: RepositoryArgs,
+    },
+    /// Uninstall a package from a core as one revision.
+    Uninstall {
+        /// The package id.
+        package: String,
+        /// The tenant whose core changes.
+        #[arg(long, default_value = "default")]
+        tenant: String,
+        /// The core to uninstall from.
+        #[arg(long, default_value = "assistant")]
+        core: String,
+        /// Remove files changed since the install too.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Fetch a git repository at its pinned commit (a folder one is checked).
+    Sync {
+        /// The repository's alias.
+        alias: String,
+        /// URL policy allowances for the fetch (as `serve` takes them).
+        #[arg(long, env = "DEMIURGE_URL_ALLOW", value_delimiter = ',')]
+        url_allow: Vec<String>,
+        #[command(flatten)]
+        repositories: RepositoryArgs,
     },
 }
 

@@ -80,6 +80,10 @@ fn every_other_command_is_listed_with_its_arguments() {
             "budget show",
             "audit verify",
             "audit export",
+            "package list",
+            "package install",
+            "package uninstall",
+            "package sync",
             "openapi",
             "migrate"
         ]

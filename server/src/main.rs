@@ -61,6 +61,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Usage { command } => usage(&cli.common, command).await,
         Command::Budget { command } => budget(&cli.common, command).await,
         Command::Audit { command } => audit(&cli.common, command).await,
+        Command::Package { command } => package(&cli.common, command).await,
         Command::Openapi => {
             println!("{}", demiurge::api::openapi_document());
             Ok(())
@@ -510,5 +511,121 @@ async fn check(command: CheckCommand) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string(&verdict)?);
         }
     }
+    Ok(())
+}
+
+/// The CLI cannot cancel a background task (no worker runs here).
+struct NoTasks;
+
+impl demiurge::core::changes::CancelTask for NoTasks {
+    fn cancel_task<'a>(
+        &'a self,
+        _scope: &'a demiurge::auth::PrincipalScope,
+        _task_id: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<(), String>> {
+        Box::pin(async { Err("tasks are not reachable from the command line".to_owned()) })
+    }
+}
+
+async fn package(
+    common: &CommonArgs,
+    command: demiurge::cli::PackageCommand,
+) -> anyhow::Result<()> {
+    use demiurge::cli::PackageCommand;
+    use demiurge::packages::{sources, Packages};
+    use std::sync::Arc;
+    let repositories = match &command {
+        PackageCommand::List { repositories, .. }
+        | PackageCommand::Install { repositories, .. }
+        | PackageCommand::Sync { repositories, .. } => repositories.package_repositories.clone(),
+        PackageCommand::Uninstall { .. } => Vec::new(),
+    };
+    let sources = sources::parse_all(&repositories)
+        .map_err(|e| anyhow::anyhow!("--package-repository {e}"))?;
+    let db = DatabaseConfig::resolve(&common.home, common.database_url.as_deref())?;
+    let store = Store::open(&db).await?;
+    // The server's settings from the same flags and variables: git in the
+    // agents tree runs confined as the server runs it.
+    let cli = demiurge::cli::Cli::try_parse_from(["demiurge", "serve"])?;
+    let serve = match cli.command {
+        Command::Serve(serve) => serve,
+        _ => anyhow::bail!("internal: `serve` did not parse as serve"),
+    };
+    let config = Config::from_args(common, &serve).map_err(|e| anyhow::anyhow!("{}", e.0))?;
+    let walls = std::sync::Arc::new(demiurge::startup::command_line_walls(&config)?);
+    let cores = demiurge::core::repository::CoreRepository::new(&common.home).with_walls(walls);
+    let changes =
+        demiurge::core::changes::CoreChanges::new(cores.clone(), store.clone(), Arc::new(NoTasks));
+    let url_allow = match &command {
+        PackageCommand::Sync { url_allow, .. } => {
+            demiurge::config::parse_url_allow(url_allow).map_err(|e| anyhow::anyhow!("{}", e.0))?
+        }
+        _ => Vec::new(),
+    };
+    let outbound = demiurge::net::Outbound::new(demiurge::net::OutboundSettings {
+        allow: url_allow,
+        ..Default::default()
+    });
+    let packages = Packages::new(common.home.clone(), sources, cores, changes, outbound);
+    let operator = PrincipalId::parse("operator")?;
+    let via = demiurge::store::Surface::Cli;
+    let scope = |tenant: &str| -> anyhow::Result<demiurge::auth::PrincipalScope> {
+        Ok(demiurge::auth::PrincipalScope::operator_cli(
+            TenantId::parse(tenant)?,
+            operator.clone(),
+        ))
+    };
+    let out: anyhow::Result<serde_json::Value> = async {
+        Ok(match command {
+            PackageCommand::List { tenant, core, .. } => {
+                let core = core.map(|c| demiurge::ids::CoreId::parse(&c)).transpose()?;
+                serde_json::to_value(packages.list(&scope(&tenant)?, core.as_ref()).await?)?
+            }
+            PackageCommand::Install {
+                package,
+                tenant,
+                core,
+                options,
+                upgrade,
+                ..
+            } => {
+                let (repo, id) = package
+                    .split_once('/')
+                    .ok_or_else(|| anyhow::anyhow!("name the package as <repository>/<package>"))?;
+                let mut answers = serde_json::Map::new();
+                for o in options {
+                    let (k, v) = o
+                        .split_once('=')
+                        .ok_or_else(|| anyhow::anyhow!("--option {o:?}: expected <id>=<value>"))?;
+                    answers.insert(k.to_owned(), serde_json::Value::String(v.to_owned()));
+                }
+                let core = demiurge::ids::CoreId::parse(&core)?;
+                serde_json::to_value(
+                    packages
+                        .install(&scope(&tenant)?, &via, &core, repo, id, answers, upgrade)
+                        .await?,
+                )?
+            }
+            PackageCommand::Uninstall {
+                package,
+                tenant,
+                core,
+                force,
+            } => {
+                let core = demiurge::ids::CoreId::parse(&core)?;
+                serde_json::to_value(
+                    packages
+                        .uninstall(&scope(&tenant)?, &via, &core, &package, force)
+                        .await?,
+                )?
+            }
+            PackageCommand::Sync { alias, .. } => {
+                serde_json::to_value(packages.sync(&scope("default")?, &alias).await?)?
+            }
+        })
+    }
+    .await;
+    store.close().await;
+    println!("{}", serde_json::to_string_pretty(&out?)?);
     Ok(())
 }

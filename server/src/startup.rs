@@ -461,11 +461,33 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// The walls a command-line change to a tenant's cores runs inside (git in
+/// the agents tree runs confined as the server's does): the server's
+/// settings from the same flags and `DEMIURGE_*` variables; no credentials.
+pub fn command_line_walls(config: &Config) -> anyhow::Result<crate::walls::Walls> {
+    let quota = crate::exec::StorageQuota::new(
+        config.protection.artifact_max_bytes,
+        config.protection.tenant_storage_max_bytes,
+    );
+    let mut walls = build_walls_with(config, quota)?;
+    walls.credentials = None;
+    Ok(walls)
+}
+
 /// The sandbox and the file tools' walls, from canonical paths.
 fn build_walls(
     config: &Config,
     quota: Arc<crate::exec::StorageQuota>,
     credentials: crate::sealing::Credentials,
+) -> anyhow::Result<crate::walls::Walls> {
+    let mut walls = build_walls_with(config, quota)?;
+    walls.credentials = Some(credentials);
+    Ok(walls)
+}
+
+fn build_walls_with(
+    config: &Config,
+    quota: Arc<crate::exec::StorageQuota>,
 ) -> anyhow::Result<crate::walls::Walls> {
     let home = config
         .home
@@ -482,7 +504,7 @@ fn build_walls(
         ),
         terminal_network: config.terminal_network,
         quota,
-        credentials: Some(credentials),
+        credentials: None,
         mcp_idle_timeout: config.mcp_idle_timeout,
         outbound: crate::net::Outbound::new(crate::net::OutboundSettings {
             allow: config.url_allow.clone(),

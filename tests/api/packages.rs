@@ -809,3 +809,83 @@ async fn web_search_runs_against_the_providers_with_the_tenants_sealed_key() {
         assert_eq!(theirs["credentials"], json!([]), "{theirs}");
     }
 }
+
+#[tokio::test]
+async fn the_operator_installs_and_removes_packages_from_the_command_line() {
+    let repo = tempfile::tempdir().unwrap();
+    repository(repo.path());
+    let app = spawn_app(Backend::Sqlite).await;
+    let member = app.token("default", "alice");
+    let sid = app.create_session(&member).await;
+    let flag = format!("--package-repository=builtin={}", repo.path().display());
+    let run = |args: &[&str]| {
+        let out = app.cli(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let listed = run(&["package", "list", "--core", "assistant", &flag]);
+    assert!(listed["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["id"] == "web_search_brave"));
+    let done = run(&[
+        "package",
+        "install",
+        "builtin/web_search_brave",
+        "--core",
+        "assistant",
+        "--option",
+        "count=3",
+        &flag,
+    ]);
+    assert_eq!(done["action"], "install", "{done}");
+    // The running server sees the new revision.
+    let mut seen = false;
+    for _ in 0..100 {
+        let (_, tools) = app.get(&member, &format!("/v1/sessions/{sid}/tools")).await;
+        if tool_names(&tools).contains(&"web_search".to_owned()) {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(seen, "the server never saw the CLI's install");
+    let listed = run(&["package", "list", "--core", "assistant", &flag]);
+    assert_eq!(listed["installed"][0]["package_id"], "web_search_brave");
+    // A second provider is refused at the command line too.
+    let out = app.cli(&[
+        "package",
+        "install",
+        "builtin/web_search_tavily",
+        "--core",
+        "assistant",
+        &flag,
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("web_search_brave"),
+        "{out:?}"
+    );
+    let done = run(&[
+        "package",
+        "uninstall",
+        "web_search_brave",
+        "--core",
+        "assistant",
+    ]);
+    assert_eq!(done["action"], "uninstall", "{done}");
+    // The audit log says the operator did it at the command line.
+    let admin = app.token_with("default", "boss", "admin", "1h");
+    let (_, audit) = app.get(&admin, "/v1/audit?action=package.").await;
+    let first = &audit["records"][0];
+    assert_eq!(
+        (first["principal"].as_str(), first["surface"].as_str()),
+        (Some("operator"), Some("cli")),
+        "{audit}"
+    );
+}

@@ -24,6 +24,13 @@ impl PrincipalScope {
         }
     }
 
+    /// The server operator at the command line, acting as `tenant`'s admin
+    /// under the name `principal` (the CLI passes `operator`). Only the CLI
+    /// builds it: whoever runs it has the host already.
+    pub fn operator_cli(tenant: TenantId, principal: PrincipalId) -> Self {
+        Self::new(tenant, principal, Role::Admin)
+    }
+
     pub fn tenant(&self) -> &TenantId {
         &self.tenant
     }

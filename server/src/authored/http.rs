@@ -191,12 +191,14 @@ pub fn fill_credentials(
         let name = after[..end].trim_end_matches('.');
         match credential(name) {
             Some(value) => out.push_str(&value),
-            None => return Err((
-                "denied",
-                format!(
+            None => {
+                return Err((
+                    "denied",
+                    format!(
                     "credential {name:?} is not set for this tenant, or not one this tool may use"
                 ),
-            )),
+                ))
+            }
         }
         rest = &after[name.len()..];
     }

@@ -341,7 +341,23 @@ fn revision(core_dir: &Path) -> String {
         .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    mtime.to_string()
+    // The agents tree's commit too: a change made by another process (the
+    // CLI installing a package, another instance) moves it even when
+    // `agent.yaml` stays as it was.
+    let head = core_dir
+        .parent()
+        .map(|agents| agents.join(".git"))
+        .and_then(|git| {
+            let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
+            match head.trim().strip_prefix("ref: ") {
+                Some(r) => std::fs::read_to_string(git.join(r))
+                    .ok()
+                    .or_else(|| Some(format!("{r}@packed"))),
+                None => Some(head),
+            }
+        })
+        .unwrap_or_default();
+    format!("{mtime}:{}", head.trim())
 }
 
 impl CoreRepository {
