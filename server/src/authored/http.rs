@@ -37,7 +37,9 @@ const HOP_HEADERS: &[&str] = &[
     "trailer",
 ];
 
-/// One bridged request.
+/// One bridged request, as the runner asked for it (the body decoded
+/// from its base64).
+#[derive(Debug, Clone, PartialEq)]
 pub struct HttpAsk {
     pub method: String,
     pub url: String,

@@ -132,14 +132,7 @@ pub enum HostAsk {
         arguments: Value,
     },
     /// `urllib` in the runner (tools and slots alike).
-    Http {
-        method: String,
-        url: String,
-        headers: Vec<(String, String)>,
-        /// Decoded from the runner's base64.
-        body: Option<Vec<u8>>,
-        timeout: Option<f64>,
-    },
+    Http(super::http::HttpAsk),
 }
 
 /// What the host answers: the value, or (`capability` | `invalid` |
@@ -786,13 +779,13 @@ async fn exchange(
                         continue;
                     }
                 };
-                HostAsk::Http {
+                HostAsk::Http(super::http::HttpAsk {
                     method,
                     url,
                     headers,
                     body,
                     timeout,
-                }
+                })
             }
             other => {
                 if let Some(reply) = finish(other, id, talk.output) {

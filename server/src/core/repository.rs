@@ -296,9 +296,10 @@ fn read_schedules(dir: &Path) -> super::schedule_file::Parsed {
 
 /// The manifest's mtime: a cheap stat that notices an edit of `agent.yaml`
 /// made outside the API (API writes invalidate the cache themselves).
-/// SHA-256 over the core's files (names and bytes), `.git` and Python
-/// caches left out: what its runners would load.
-fn code_hash(core_dir: &Path) -> String {
+/// SHA-256 over a folder's files (relative names and bytes, sorted),
+/// `.git` and Python caches left out: the identity of what a core's
+/// runners would load, and the pin of a folder package repository.
+pub fn tree_hash(core_dir: &Path) -> String {
     use sha2::{Digest, Sha256};
     let mut files = Vec::new();
     let mut stack = vec![core_dir.to_path_buf()];
@@ -440,7 +441,7 @@ fn build_view(
         core.fingerprint,
         grants.fingerprint(),
         global_approval,
-        code_hash(core_dir)
+        tree_hash(core_dir)
     ));
     let catalog = CatalogInput {
         core_id: core_id.to_owned(),

@@ -18,8 +18,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sha2::{Digest, Sha256};
-
 /// One configured repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
@@ -266,34 +264,13 @@ fn git(dir: &Path, args: &[&str], config: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// SHA-256 over a folder's files (relative names and bytes, sorted;
-/// `.git` and Python caches left out): the pin of a folder repository.
+/// SHA-256 over a folder's files: the pin of a folder repository (the
+/// same identity the core repository gives a core's files).
 pub fn tree_hash(root: &Path) -> Result<String, String> {
-    let mut files = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).map_err(|e| e.to_string())?.flatten() {
-            let kind = entry.file_type().map_err(|e| e.to_string())?;
-            let name = entry.file_name();
-            if kind.is_dir() {
-                if name != ".git" && name != "__pycache__" {
-                    stack.push(entry.path());
-                }
-            } else if kind.is_file() && !name.to_string_lossy().ends_with(".pyc") {
-                files.push(entry.path());
-            }
-        }
+    if !root.is_dir() {
+        return Err(format!("{} is not a folder", root.display()));
     }
-    files.sort();
-    let mut h = Sha256::new();
-    for f in files {
-        let rel = f.strip_prefix(root).map_err(|e| e.to_string())?;
-        h.update(rel.to_string_lossy().as_bytes());
-        h.update([0]);
-        h.update(std::fs::read(&f).map_err(|e| e.to_string())?);
-        h.update([0]);
-    }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(crate::core::repository::tree_hash(root))
 }
 
 #[cfg(test)]

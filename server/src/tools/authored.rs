@@ -74,20 +74,7 @@ impl Tool for AuthoredCall {
             );
             Box::pin(async move {
                 match ask {
-                    HostAsk::Http {
-                        method,
-                        url,
-                        headers,
-                        body,
-                        timeout,
-                    } => {
-                        let ask = crate::authored::http::HttpAsk {
-                            method,
-                            url,
-                            headers,
-                            body,
-                            timeout,
-                        };
+                    HostAsk::Http(ask) => {
                         let opened = open_credentials(
                             credentials.as_ref(),
                             &tenant_id,

@@ -81,9 +81,7 @@ impl TurnService {
             arguments,
             mcp_server_tools,
         } = call;
-        if tool.trim().is_empty() || tool.len() > 128 {
-            return Err(Error::Invalid("`tool` must name a tool".into()));
-        }
+        super::check_tool_name(&tool)?;
         let session = self.owned_session(scope, session_id).await?;
         // Follow before starting, so none of the call's events can be missed.
         let mut events = self.inner.events.subscribe_live(session_id, OnLag::Refill);

@@ -81,6 +81,15 @@ impl Providers {
     }
 }
 
+/// A direct call's tool name: present and of a sane length (the catalog
+/// decides whether it exists).
+fn check_tool_name(tool: &str) -> Result<()> {
+    if tool.trim().is_empty() || tool.len() > 128 {
+        return Err(Error::Invalid("`tool` must name a tool".into()));
+    }
+    Ok(())
+}
+
 /// Why a running turn was cancelled: "cancelled" (a client) or "shutdown".
 type CancelReason = Arc<OnceLock<&'static str>>;
 
@@ -261,9 +270,7 @@ impl TurnService {
         tool: String,
         arguments: Value,
     ) -> Result<(TurnId, String)> {
-        if tool.trim().is_empty() || tool.len() > 128 {
-            return Err(Error::Invalid("`tool` must name a tool".into()));
-        }
+        check_tool_name(&tool)?;
         let session = self.owned_session(scope, session_id).await?;
         let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
         let input = format!("tool-call: {tool}");

@@ -306,22 +306,9 @@ impl TurnService {
         let outbound = inner.walls.outbound.clone();
         let answer = |slot: &crate::core::pipeline::SlotSpec, ask: HostAsk| match ask {
             // `urllib` in a slot (speech providers, say): through the URL policy.
-            HostAsk::Http {
-                method,
-                url,
-                headers,
-                body,
-                timeout,
-            } => {
+            HostAsk::Http(ask) => {
                 let outbound = outbound.clone();
                 async move {
-                    let ask = crate::authored::http::HttpAsk {
-                        method,
-                        url,
-                        headers,
-                        body,
-                        timeout,
-                    };
                     crate::authored::http::fetch(&outbound, ask, &Default::default()).await
                 }
                 .boxed()
