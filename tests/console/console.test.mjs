@@ -499,6 +499,39 @@ test("audit: filter the log by action, see the console's own changes, export JSO
   await actx.close();
 });
 
+test("packages: install a package into a core, see it installed, remove it; store a credential", async () => {
+  assert.equal(await page.getByRole("link", { name: "Packages" }).isVisible(), false);
+  const actx = await browser.newContext({ viewport: { width: 1366, height: 768 } });
+  const a = await actx.newPage();
+  a.setDefaultTimeout(TIMEOUT);
+  await a.goto(BASE + "/console");
+  await a.locator("body[data-ready]").waitFor();
+  await a.getByRole("textbox", { name: "Token" }).fill(ADMIN_TOKEN);
+  await a.getByRole("button", { name: "Sign in" }).click();
+  await a.getByRole("link", { name: "Packages" }).click();
+  await a.getByRole("heading", { name: "Packages", exact: true }).waitFor();
+  const row = a.locator('#packages-list tr[data-package="local/search_notes"]');
+  await row.getByRole("cell", { name: "Available" }).waitFor();
+  await a.getByRole("button", { name: "Install search_notes" }).click();
+  await a.getByRole("status").filter({ hasText: "Installed search_notes into assistant" }).waitFor();
+  await row.getByRole("cell", { name: "Installed" }).waitFor();
+  // The core has the skill, as a new version.
+  const file = await fetch(BASE + "/v1/cores/assistant/files/agent/skills/search_notes/SKILL.md", { headers: { Authorization: "Bearer " + ADMIN_TOKEN } });
+  assert.equal(file.status, 200);
+  await shot("14-packages", a);
+  await a.getByRole("button", { name: "Uninstall search_notes" }).click();
+  await a.getByRole("status").filter({ hasText: "Removed search_notes from assistant" }).waitFor();
+  await row.getByRole("cell", { name: "Available" }).waitFor();
+  // A credential: saved, listed by name, never shown.
+  await a.getByRole("textbox", { name: "Name" }).fill("web_search_brave.api_key");
+  await a.getByLabel("Value").fill("BSA-console-secret-123");
+  await a.getByRole("button", { name: "Save credential" }).click();
+  await a.getByRole("list", { name: "Stored credentials" }).getByText("web_search_brave.api_key").waitFor();
+  assert.equal(await a.getByText("BSA-console-secret-123").count(), 0);
+  assert.equal(await a.getByLabel("Value").inputValue(), "");
+  await actx.close();
+});
+
 test("keyboard only: sign in, create a session, send, approve", async () => {
   const kctx = await browser.newContext({ viewport: { width: 1366, height: 768 }, colorScheme: "dark" });
   const k = await kctx.newPage();

@@ -57,6 +57,7 @@ async function signIn(token) {
   $("nav-principals").hidden = claims().role !== "admin";
   $("nav-usage").hidden = claims().role !== "admin";
   $("nav-audit").hidden = claims().role !== "admin";
+  $("nav-packages").hidden = claims().role !== "admin";
   $("nav-channels").hidden = claims().role === "member";
   refreshApprovalCount();
   route();
@@ -210,6 +211,7 @@ function route() {
   else if (parts[0] === "channels") view = "channels";
   else if (parts[0] === "usage") view = "usage";
   else if (parts[0] === "audit") view = "audit";
+  else if (parts[0] === "packages") view = "packages";
   else if (parts[0] === "cores") {
     view = "cores";
     state.core = parts[1] ? decodeURIComponent(parts[1]) : state.core || null;
@@ -220,14 +222,14 @@ function route() {
 
 function show(view) {
   state.view = view;
-  for (const v of ["empty", "session", "approvals", "tasks", "tools", "principals", "channels", "cores", "usage", "audit"]) $("view-" + v).hidden = v !== view;
+  for (const v of ["empty", "session", "approvals", "tasks", "tools", "principals", "channels", "cores", "usage", "audit", "packages"]) $("view-" + v).hidden = v !== view;
   if (view === "session" && !state.current) $("view-empty").hidden = false;
   const base = state.current ? "#/s/" + state.current : "#/";
   $("nav-session").href = base;
   $("nav-tasks").href = state.current ? base + "/tasks" : "#/tasks";
   $("nav-tools").href = state.current ? base + "/tools" : "#/tools";
-  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools", principals: "nav-principals", channels: "nav-channels", cores: "nav-cores", usage: "nav-usage", audit: "nav-audit" };
-  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools", "nav-principals", "nav-channels", "nav-cores", "nav-usage", "nav-audit"]) {
+  const navFor = { session: "nav-session", empty: "nav-session", approvals: "nav-approvals", tasks: "nav-tasks", tools: "nav-tools", principals: "nav-principals", channels: "nav-channels", cores: "nav-cores", usage: "nav-usage", audit: "nav-audit", packages: "nav-packages" };
+  for (const id of ["nav-session", "nav-approvals", "nav-tasks", "nav-tools", "nav-principals", "nav-channels", "nav-cores", "nav-usage", "nav-audit", "nav-packages"]) {
     if (navFor[view] === id) $(id).setAttribute("aria-current", "page");
     else $(id).removeAttribute("aria-current");
   }
@@ -245,6 +247,7 @@ function show(view) {
   else if (view === "cores") loadCores();
   else if (view === "usage") openUsage();
   else if (view === "audit") loadAudit(true);
+  else if (view === "packages") loadPackages();
 }
 
 function poll(fn) {
@@ -1000,6 +1003,93 @@ function addWarning(ev) {
   if (state.view === "usage") loadUsage();
 }
 
+// ---------------------------------------------------------------- packages
+
+/** The trusted repositories' packages, with what the chosen core has installed. */
+async function loadPackages() {
+  const core = $("packages-core-id").value.trim() || "assistant";
+  const body = $("packages-list");
+  let r;
+  try {
+    r = await api("GET", "/v1/packages?core=" + encodeURIComponent(core));
+  } catch (e) {
+    body.textContent = "";
+    say($("packages-status"), errorText(e), true);
+    return;
+  }
+  const installed = new Map(r.installed.map((i) => [i.repository_alias + "/" + i.package_id, i]));
+  body.textContent = "";
+  for (const repo of r.repositories.filter((x) => !x.ready)) {
+    body.append(h("tr", null, h("td", null, h("code", { text: repo.alias })), h("td.muted", { colspan: "4", text: "Not ready: " + (repo.error || "unknown") })));
+  }
+  for (const p of r.packages) {
+    const key = p.repository + "/" + p.id;
+    const here = installed.get(key);
+    let stateText = "Available";
+    if (here) stateText = "Installed";
+    else if (!p.valid) stateText = "Invalid: " + p.error;
+    else if (p.unsupported) stateText = "Unsupported: " + p.unsupported;
+    const action = here
+      ? h("button", { type: "button", text: "Uninstall " + p.id, onclick: () => packageChange("DELETE", core, p) })
+      : p.valid && !p.unsupported
+        ? h("button.primary", { type: "button", text: "Install " + p.id, onclick: () => packageChange("POST", core, p) })
+        : "";
+    body.append(
+      h(
+        "tr",
+        { dataset: { package: key } },
+        h("td", null, h("code", { text: p.repository })),
+        h("td", null, h("code", { text: p.id })),
+        h("td", { text: p.summary }),
+        h("td", { text: stateText }),
+        h("td", null, action),
+      ),
+    );
+  }
+  if (!r.packages.length) body.append(h("tr", null, h("td.muted", { colspan: "5", text: "No package repository is configured on this server." })));
+  loadCredentials();
+}
+
+async function packageChange(method, core, p) {
+  const status = $("packages-status");
+  say(status, method === "POST" ? "Installing " + p.id + "…" : "Removing " + p.id + "…");
+  try {
+    const done =
+      method === "POST"
+        ? await api("POST", "/v1/cores/" + encodeURIComponent(core) + "/packages", { repository: p.repository, package: p.id })
+        : await api("DELETE", "/v1/cores/" + encodeURIComponent(core) + "/packages/" + encodeURIComponent(p.id));
+    const verb = method === "POST" ? "Installed " + p.id + " into " : "Removed " + p.id + " from ";
+    say(status, verb + core + " (version " + done.revision.slice(0, 7) + ")" + (done.warnings.length ? ". " + done.warnings.join(" ") : ""));
+  } catch (e) {
+    say(status, errorText(e), true);
+  }
+  await loadPackages();
+}
+
+async function loadCredentials() {
+  const list = $("credential-list");
+  try {
+    const r = await api("GET", "/v1/tenant/credentials");
+    list.textContent = "";
+    list.append(...r.credentials.map((c) => h("li", null, h("code", { text: c.name }), h("span.muted.small", { text: " set " + time(c.updated_at) + " by " + c.updated_by }))));
+  } catch (e) {
+    list.textContent = "";
+  }
+}
+
+async function saveCredential() {
+  const name = $("credential-name").value.trim();
+  const value = $("credential-value").value;
+  try {
+    await api("PUT", "/v1/tenant/credentials/" + encodeURIComponent(name), { value });
+    $("credential-value").value = "";
+    say($("packages-status"), "Saved credential " + name + ".");
+  } catch (e) {
+    say($("packages-status"), errorText(e), true);
+  }
+  await loadCredentials();
+}
+
 // ---------------------------------------------------------------- audit
 
 /** The filter as query parameters (empty fields left out). */
@@ -1478,6 +1568,14 @@ function init() {
   });
   $("audit-more").addEventListener("click", () => loadAudit(false));
   $("audit-export").addEventListener("click", exportAudit);
+  $("packages-core").addEventListener("submit", (e) => {
+    e.preventDefault();
+    loadPackages();
+  });
+  $("credential-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    saveCredential();
+  });
   $("budget-form").addEventListener("input", () => {
     state.budgetEdited = true;
   });
