@@ -552,21 +552,23 @@ async fn package(
         _ => anyhow::bail!("internal: `serve` did not parse as serve"),
     };
     let config = Config::from_args(common, &serve).map_err(|e| anyhow::anyhow!("{}", e.0))?;
-    let walls = std::sync::Arc::new(demiurge::startup::command_line_walls(&config)?);
-    let cores = demiurge::core::repository::CoreRepository::new(&common.home).with_walls(walls);
-    let changes =
-        demiurge::core::changes::CoreChanges::new(cores.clone(), store.clone(), Arc::new(NoTasks));
     let url_allow = match &command {
         PackageCommand::Sync { url_allow, .. } => {
             demiurge::config::parse_url_allow(url_allow).map_err(|e| anyhow::anyhow!("{}", e.0))?
         }
         _ => Vec::new(),
     };
-    let outbound = demiurge::net::Outbound::new(demiurge::net::OutboundSettings {
+    let mut walls = demiurge::startup::command_line_walls(&config)?;
+    walls.outbound = demiurge::net::Outbound::new(demiurge::net::OutboundSettings {
         allow: url_allow,
         ..Default::default()
     });
-    let packages = Packages::new(common.home.clone(), sources, cores, changes, outbound);
+    let walls = Arc::new(walls);
+    let cores =
+        demiurge::core::repository::CoreRepository::new(&common.home).with_walls(walls.clone());
+    let changes =
+        demiurge::core::changes::CoreChanges::new(cores.clone(), store.clone(), Arc::new(NoTasks));
+    let packages = Packages::new(common.home.clone(), sources, cores, changes, walls);
     let operator = PrincipalId::parse("operator")?;
     let via = demiurge::store::Surface::Cli;
     let scope = |tenant: &str| -> anyhow::Result<demiurge::auth::PrincipalScope> {

@@ -280,7 +280,7 @@ impl Application {
                 .map_err(|e| anyhow::anyhow!("--package-repository {e}"))?,
             cores.clone(),
             core_changes.clone(),
-            walls.outbound.clone(),
+            walls.clone(),
         );
         let app = Arc::new(App {
             packages,

@@ -396,6 +396,10 @@ async fn a_git_repository_is_synced_at_its_pinned_commit() {
         assert!(out.status.success(), "{out:?}");
         String::from_utf8(out.stdout).unwrap()
     };
+    // The sync's git runs as the tenant's confined uid: the operator's
+    // repository must be readable by it.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(repo.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     git(&["init", "-q"]);
     git(&["add", "-A"]);
     git(&["commit", "-q", "-m", "packages"]);
@@ -445,6 +449,12 @@ async fn a_git_repository_is_synced_at_its_pinned_commit() {
     assert_eq!(st, 200, "{view}");
     assert_eq!(view["ready"], true, "{view}");
     assert_eq!(view["commit"], commit.as_str());
+    // git ran confined, as the tenant's commands do: the checkout is its uid's.
+    if running_as_root() {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(app.home.join("package-repositories/community/.git")).unwrap();
+        assert_ne!(meta.uid(), 0, "the sync's git ran as root");
+    }
     let (_, cat) = app.get(&admin, "/v1/packages").await;
     let ids: Vec<&str> = cat["packages"]
         .as_array()

@@ -42,7 +42,52 @@ pub struct Author {
     pub email: String,
 }
 
+/// Where a tenant's `git` may work and what it may reach.
+pub struct GitScope<'a> {
+    pub tenant: &'a crate::ids::TenantId,
+    /// Read-write: the repository (or the folder it is made in).
+    pub workdir: &'a Path,
+    /// Fetching needs the network; the agents tree never does.
+    pub network: bool,
+    /// Extra folders it may read (a local repository to fetch from).
+    pub read_only: &'a [std::path::PathBuf],
+}
+
 impl GitRunner {
+    /// `git` for `scope.tenant` under the server's `home`: an allowlisted
+    /// environment with the tenant's host-tool HOME, confined by `sandbox`
+    /// like the tenant's own commands when the host has walls.
+    pub fn for_tenant(
+        sandbox: Option<&crate::exec::sandbox::Sandbox>,
+        home: &Path,
+        scope: &GitScope<'_>,
+    ) -> anyhow::Result<GitRunner> {
+        let layout = crate::home::HomeLayout::new(home);
+        let (tool_home, tmp) = layout.host_tool_dirs(scope.tenant);
+        let confinement = match sandbox {
+            None => None,
+            Some(sandbox) => sandbox
+                .prepare(&crate::exec::sandbox::Request {
+                    tenant: scope.tenant.as_str(),
+                    workspace: scope.workdir,
+                    home: &tool_home,
+                    tmp: &tmp,
+                    network: scope.network,
+                    read_only: scope.read_only,
+                })?
+                .map(Arc::new),
+        };
+        crate::exec::ensure_runtime_home(&tool_home)?;
+        let overlay = [("GIT_CONFIG_NOSYSTEM".to_owned(), "1".to_owned())];
+        let mut env = crate::exec::child_env(std::env::vars(), &tool_home, &overlay);
+        crate::exec::confine_env(
+            &mut env,
+            scope.workdir,
+            confinement.as_ref().map(|c| (c.path_env(), tmp.as_path())),
+        );
+        Ok(GitRunner { env, confinement })
+    }
+
     /// Runs `git <args>` in `repo` and returns its stdout (lossy UTF-8).
     pub fn run(&self, repo: &Path, args: &[&str]) -> Result<String, GitError> {
         self.run_with(repo, args, None, &[])

@@ -364,31 +364,16 @@ fn revision(core_dir: &Path) -> String {
 impl CoreRepository {
     /// How `git` runs in this tenant's agents tree (confined when the host has walls).
     pub(super) fn git_runner(&self, tenant: &TenantId, agents: &Path) -> anyhow::Result<GitRunner> {
-        let layout = crate::home::HomeLayout::new(&self.home);
-        let (home, tmp) = layout.host_tool_dirs(tenant);
-        let confinement = match &self.walls {
-            None => None,
-            Some(walls) => walls
-                .sandbox
-                .prepare(&crate::exec::sandbox::Request {
-                    tenant: tenant.as_str(),
-                    workspace: agents,
-                    home: &home,
-                    tmp: &tmp,
-                    network: false,
-                    read_only: &[],
-                })?
-                .map(Arc::new),
-        };
-        crate::exec::ensure_runtime_home(&home)?;
-        let overlay = [("GIT_CONFIG_NOSYSTEM".to_owned(), "1".to_owned())];
-        let mut env = crate::exec::child_env(std::env::vars(), &home, &overlay);
-        crate::exec::confine_env(
-            &mut env,
-            agents,
-            confinement.as_ref().map(|c| (c.path_env(), tmp.as_path())),
-        );
-        Ok(GitRunner { env, confinement })
+        GitRunner::for_tenant(
+            self.walls.as_ref().map(|w| &w.sandbox),
+            &self.home,
+            &super::git::GitScope {
+                tenant,
+                workdir: agents,
+                network: false,
+                read_only: &[],
+            },
+        )
     }
 }
 

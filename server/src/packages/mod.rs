@@ -30,7 +30,6 @@ use crate::core::edit::{CoreChange, CoreEditError, Edit};
 use crate::core::path::CoreFilePath;
 use crate::core::repository::CoreRepository;
 use crate::ids::CoreId;
-use crate::net::Outbound;
 use crate::store::Surface;
 use plan::{CoreFiles, FileEdit, Installed, PlanError};
 use repository::Repository;
@@ -151,7 +150,8 @@ pub struct Packages {
     sources: Arc<Vec<Source>>,
     cores: CoreRepository,
     changes: CoreChanges,
-    outbound: Outbound,
+    /// The URL policy's client, and the sandbox git syncs run in.
+    walls: Arc<crate::walls::Walls>,
 }
 
 impl Packages {
@@ -160,14 +160,14 @@ impl Packages {
         sources: Vec<Source>,
         cores: CoreRepository,
         changes: CoreChanges,
-        outbound: Outbound,
+        walls: Arc<crate::walls::Walls>,
     ) -> Self {
         Self {
             home,
             sources: Arc::new(sources),
             cores,
             changes,
-            outbound,
+            walls,
         }
     }
 
@@ -423,7 +423,7 @@ impl Packages {
         let source = self.source(alias)?.clone();
         if let Origin::Git { url, commit } = &source.origin {
             let pinned = if url.starts_with("https://") {
-                let verdict = self.outbound.check(url).await;
+                let verdict = self.walls.outbound.check(url).await;
                 if !verdict.allowed {
                     return Err(PackageError::Unavailable(format!(
                         "package repository {alias}: the URL policy refuses {}: {}",
@@ -446,9 +446,36 @@ impl Packages {
                 url.clone(),
                 commit.clone(),
             );
+            let (walls, tenant) = (self.walls.clone(), scope.tenant().clone());
+            // git runs as the tenant's own commands do: confined, the
+            // staging folder its only writable place, the network only for
+            // an https fetch, a local source readable.
             tokio::task::spawn_blocking(move || {
-                sources::sync_git(
+                let owner = walls.sandbox.workspace_owner(tenant.as_str());
+                let staging = sources::staging_dir(&home, &alias_owned, owner)?;
+                let local: Vec<PathBuf> = if url.starts_with('/') {
+                    vec![PathBuf::from(&url)]
+                } else {
+                    Vec::new()
+                };
+                let runner = crate::core::git::GitRunner::for_tenant(
+                    Some(&walls.sandbox),
                     &home,
+                    &crate::core::git::GitScope {
+                        tenant: &tenant,
+                        workdir: &staging,
+                        network: pinned.is_some(),
+                        read_only: &local,
+                    },
+                )
+                .map_err(|e| {
+                    let _ = std::fs::remove_dir_all(&staging);
+                    e.to_string()
+                })?;
+                sources::sync_git(
+                    &runner,
+                    &home,
+                    &staging,
                     &alias_owned,
                     &url,
                     &commit,

@@ -16,7 +16,6 @@
 //! tenant cannot add a repository.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// One configured repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,17 +150,17 @@ impl Source {
             }
             Origin::Git { commit, .. } => {
                 let dir = synced_dir(home, &self.alias);
-                if !dir.join(".git").exists() {
-                    return Err("not synced yet: sync the repository".into());
-                }
-                let head = git(&dir, &["rev-parse", "HEAD"], &[])?;
-                if head.trim() != commit {
-                    return Err(format!(
+                // The commit the server checked and recorded after the sync
+                // (the checkout is the tenant's uid's; the server does not
+                // run git in it).
+                match std::fs::read_to_string(dir.join(SYNCED_MARKER)) {
+                    Err(_) => Err("not synced yet: sync the repository".into()),
+                    Ok(at) if at.trim() == commit => Ok(()),
+                    Ok(at) => Err(format!(
                         "checked out at {}, pinned to {commit}: sync again",
-                        head.trim()
-                    ));
+                        at.trim()
+                    )),
                 }
-                Ok(())
             }
         }
     }
@@ -185,83 +184,86 @@ pub fn synced_dir(home: &Path, alias: &str) -> PathBuf {
     home.join("package-repositories").join(alias)
 }
 
-/// Fetch a git source at its pinned commit into the home. `resolve` is the
-/// addresses the URL policy accepted for an `https://` URL (`host`, `port`,
-/// addresses); `None` for a local path.
+/// The file beside a synced checkout that names the commit it holds.
+const SYNCED_MARKER: &str = ".demiurge-synced-commit";
+
+/// Fetch a git source at its pinned commit into the home, with `git` run by
+/// `runner` (made for the staging folder `staging`, read-write, by
+/// [`staging_dir`]): confined like the tenant's own commands. `resolve` is
+/// the addresses the URL policy accepted for an `https://` URL (`host`,
+/// `port`, addresses); `None` for a local path.
 pub fn sync_git(
+    runner: &crate::core::git::GitRunner,
     home: &Path,
+    staging: &Path,
     alias: &str,
     url: &str,
     commit: &str,
     resolve: Option<(&str, u16, &[String])>,
 ) -> Result<(), String> {
     let dir = synced_dir(home, alias);
-    let parent = dir.parent().ok_or("no parent folder")?;
-    std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
-    let staging = parent.join(format!(".{alias}.sync-{}", uuid::Uuid::new_v4().simple()));
     let mut config: Vec<String> = vec![
         "http.followRedirects=false".into(),
         "protocol.allow=never".into(),
         "protocol.https.allow=always".into(),
         "protocol.file.allow=always".into(),
-        "core.hooksPath=/dev/null".into(),
     ];
     if let Some((host, port, addrs)) = resolve {
-        let list = addrs.join(",");
-        config.push(format!("http.curloptResolve={host}:{port}:{list}"));
+        config.push(format!(
+            "http.curloptResolve={host}:{port}:{}",
+            addrs.join(",")
+        ));
     }
-    let cfg: Vec<&str> = config.iter().map(String::as_str).collect();
+    let git = |args: &[&str]| -> Result<String, String> {
+        let mut all: Vec<&str> = Vec::new();
+        for c in &config {
+            all.extend(["-c", c.as_str()]);
+        }
+        all.extend(args);
+        runner.run(staging, &all).map_err(|e| e.to_string())
+    };
     let out = (|| {
-        std::fs::create_dir_all(&staging).map_err(|e| e.to_string())?;
-        git(&staging, &["init", "-q"], &cfg)?;
-        git(
-            &staging,
-            &["fetch", "-q", "--depth", "1", url, commit],
-            &cfg,
-        )
-        .or_else(|_| git(&staging, &["fetch", "-q", url], &cfg))?;
-        git(
-            &staging,
-            &["-c", "advice.detachedHead=false", "checkout", "-q", commit],
-            &cfg,
-        )?;
-        let head = git(&staging, &["rev-parse", "HEAD"], &cfg)?;
+        git(&["init", "-q"])?;
+        // A local source belongs to the operator, not to the confined uid
+        // fetching it: its upload-pack must accept that owner.
+        let mut fetch: Vec<&str> = vec!["fetch", "-q"];
+        if url.starts_with('/') {
+            fetch.extend(["--upload-pack", "git -c safe.directory=* upload-pack"]);
+        }
+        let shallow: Vec<&str> = fetch
+            .iter()
+            .copied()
+            .chain(["--depth", "1", url, commit])
+            .collect();
+        let full: Vec<&str> = fetch.iter().copied().chain([url]).collect();
+        git(&shallow).or_else(|_| git(&full))?;
+        git(&["-c", "advice.detachedHead=false", "checkout", "-q", commit])?;
+        let head = git(&["rev-parse", "HEAD"])?;
         if head.trim() != commit {
             return Err(format!("fetched {} instead of {commit}", head.trim()));
         }
         Ok(())
     })();
     if let Err(e) = out {
-        let _ = std::fs::remove_dir_all(&staging);
+        let _ = std::fs::remove_dir_all(staging);
         return Err(e);
     }
+    std::fs::write(staging.join(SYNCED_MARKER), commit).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::rename(&staging, &dir).map_err(|e| e.to_string())
+    std::fs::rename(staging, &dir).map_err(|e| e.to_string())
 }
 
-/// Run git in `dir` without any user or system configuration.
-fn git(dir: &Path, args: &[&str], config: &[&str]) -> Result<String, String> {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("HOME", dir);
-    for c in config {
-        cmd.args(["-c", c]);
+/// A fresh folder to sync `alias` into, owned by `owner` (the confined
+/// git's uid) when the sandbox drops privileges.
+pub fn staging_dir(home: &Path, alias: &str, owner: Option<(u32, u32)>) -> Result<PathBuf, String> {
+    let parent = home.join("package-repositories");
+    std::fs::create_dir_all(&parent).map_err(|e| e.to_string())?;
+    let staging = parent.join(format!(".{alias}.sync-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir(&staging).map_err(|e| e.to_string())?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(&staging, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
     }
-    let out = cmd.args(args).output().map_err(|e| format!("git: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!(
-            "git {}: {}",
-            args.first().copied().unwrap_or_default(),
-            err.trim().chars().take(500).collect::<String>()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(staging)
 }
 
 /// SHA-256 over a folder's files: the pin of a folder repository (the
