@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 
 use super::recipe::{self, Anchor, Component, Kind, Recipe};
 use super::repository::{self, Repository};
+use crate::core::manifest::PipelinesYaml;
 
 /// The core's registry of installed packages, `<core>/packages.yaml`.
 pub const REGISTRY: &str = "packages.yaml";
@@ -622,85 +623,71 @@ fn target_of(c: &Component, core: &CoreFiles<'_>) -> Result<String, PlanError> {
     Ok(target)
 }
 
-/// `agent/pipelines.yaml`, edited in memory.
+/// `agent/pipelines.yaml`, edited in memory as the core loader reads it
+/// ([`PipelinesYaml`]).
 struct Pipelines {
-    before: Option<Value>,
-    now: Map<String, Value>,
+    before: Option<PipelinesYaml>,
+    now: PipelinesYaml,
 }
 
 impl Pipelines {
     fn read(core: &CoreFiles<'_>) -> Result<Self, PlanError> {
         let before = match core.read(PIPELINES) {
             None => None,
-            Some(b) => Some(serde_yaml_ng::from_slice::<Value>(&b).map_err(|e| {
+            Some(b) => Some(serde_yaml_ng::from_slice::<PipelinesYaml>(&b).map_err(|e| {
                 PlanError::Conflict(format!("{PIPELINES} of this core does not parse: {e}"))
             })?),
         };
-        let now = before
-            .as_ref()
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_else(|| {
-                serde_json::json!({"schema_version": 1})
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default()
-            });
+        let now = before.clone().unwrap_or(PipelinesYaml {
+            schema_version: 1,
+            ..PipelinesYaml::default()
+        });
         Ok(Self { before, now })
     }
 
-    fn group(&mut self, kind: Kind, group: &str) -> &mut Vec<Value> {
-        let phase = self
-            .now
-            .entry(kind.as_str().to_owned())
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !phase.is_object() {
-            *phase = Value::Object(Map::new());
-        }
-        let list = phase.as_object_mut().map(|p| {
-            p.entry(group.to_owned())
-                .or_insert_with(|| Value::Array(Vec::new()))
-        });
-        match list {
-            Some(Value::Array(a)) => a,
-            Some(other) => {
-                *other = Value::Array(Vec::new());
-                match other {
-                    Value::Array(a) => a,
-                    _ => unreachable!("just set to an array"),
-                }
-            }
-            None => unreachable!("the phase is an object"),
+    /// The phase's groups (`serial`, then `parallel` where it has one).
+    fn groups(&mut self, kind: Kind) -> Vec<(&'static str, &mut Vec<String>)> {
+        match kind {
+            Kind::Bootstrap => vec![("serial", &mut self.now.bootstrap.serial)],
+            Kind::Input => vec![
+                ("serial", &mut self.now.input.serial),
+                ("parallel", &mut self.now.input.parallel),
+            ],
+            Kind::Output => vec![
+                ("serial", &mut self.now.output.serial),
+                ("parallel", &mut self.now.output.parallel),
+            ],
+            _ => Vec::new(),
         }
     }
 
     fn insert(&mut self, kind: Kind, slot: &str, p: &recipe::Placement) -> Result<(), PlanError> {
-        let groups: &[&str] = if kind == Kind::Bootstrap {
-            &["serial"]
-        } else {
-            &["serial", "parallel"]
-        };
-        for g in groups {
-            if self.group(kind, g).iter().any(|v| v.as_str() == Some(slot)) {
-                return Err(PlanError::Conflict(format!(
-                    "the {} pipeline already holds slot {slot}",
-                    kind.as_str()
-                )));
-            }
+        let mut groups = self.groups(kind);
+        if groups
+            .iter()
+            .any(|(_, list)| list.iter().any(|s| s == slot))
+        {
+            return Err(PlanError::Conflict(format!(
+                "the {} pipeline already holds slot {slot}",
+                kind.as_str()
+            )));
         }
-        let list = self.group(kind, &p.group);
+        let Some((_, list)) = groups.iter_mut().find(|(g, _)| *g == p.group) else {
+            return Err(PlanError::Invalid(format!(
+                "the {} pipeline has no {} group",
+                kind.as_str(),
+                p.group
+            )));
+        };
         let at = match &p.anchor {
             Anchor::Append => list.len(),
             Anchor::Before(t) | Anchor::After(t) => {
-                let i = list
-                    .iter()
-                    .position(|v| v.as_str() == Some(t))
-                    .ok_or_else(|| {
-                        PlanError::Conflict(format!(
-                            "the {} pipeline has no slot {t} to place {slot} next to",
-                            kind.as_str()
-                        ))
-                    })?;
+                let i = list.iter().position(|s| s == t).ok_or_else(|| {
+                    PlanError::Conflict(format!(
+                        "the {} pipeline has no slot {t} to place {slot} next to",
+                        kind.as_str()
+                    ))
+                })?;
                 if matches!(p.anchor, Anchor::After(_)) {
                     i + 1
                 } else {
@@ -708,27 +695,32 @@ impl Pipelines {
                 }
             }
         };
-        list.insert(at, Value::String(slot.to_owned()));
+        list.insert(at, slot.to_owned());
         Ok(())
     }
 
     fn remove(&mut self, kind: Kind, slot: &str) {
-        for g in ["serial", "parallel"] {
-            if let Some(Value::Array(a)) =
-                self.now.get_mut(kind.as_str()).and_then(|p| p.get_mut(g))
-            {
-                a.retain(|v| v.as_str() != Some(slot));
-            }
+        for (_, list) in self.groups(kind) {
+            list.retain(|s| s != slot);
         }
     }
 
     /// The new file, if it changed.
     fn changed(&self) -> Result<Option<Vec<u8>>, PlanError> {
-        let now = Value::Object(self.now.clone());
-        if self.before.as_ref() == Some(&now) || (self.before.is_none() && self.now.len() <= 1) {
+        let unchanged = match &self.before {
+            Some(before) => before == &self.now,
+            None => {
+                self.now
+                    == PipelinesYaml {
+                        schema_version: 1,
+                        ..PipelinesYaml::default()
+                    }
+            }
+        };
+        if unchanged {
             return Ok(None);
         }
-        yaml(&now).map(Some)
+        yaml(&to_value(&self.now)?).map(Some)
     }
 }
 
@@ -780,4 +772,81 @@ fn yaml(v: &Value) -> Result<Vec<u8>, PlanError> {
     serde_yaml_ng::to_string(v)
         .map(String::into_bytes)
         .map_err(|e| PlanError::Io(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, body: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, body).unwrap();
+    }
+
+    #[test]
+    fn a_slot_package_is_placed_in_its_pipeline_and_taken_out_again() {
+        let repo_dir = tempfile::tempdir().unwrap();
+        let core_dir = tempfile::tempdir().unwrap();
+        let (r, c) = (repo_dir.path(), core_dir.path());
+        write(r, "repository.yaml", "schema_version: 1\nid: t\n");
+        write(
+            r,
+            "packages/style.yaml",
+            "schema_version: 1\nid: style\ncomponents:\n- {id: s, kind: input, source: style, pipeline: {group: serial, after: base_input}}\n",
+        );
+        write(r, "input/style/slot.yaml", "entrypoint: module:run\n");
+        write(r, "input/style/module.py", "def run(ctx): pass\n");
+        write(c, "agent.yaml", "schema_version: 1\nagent: {id: a}\n");
+        write(
+            c,
+            PIPELINES,
+            "schema_version: 1\ninput:\n  serial: [base_input, last]\noutput:\n  serial: [base_output]\n",
+        );
+        let repo = Repository::load(r).unwrap();
+        let recipe = repo.find("style").unwrap().recipe.clone().unwrap();
+        let origin = Origin {
+            alias: "t",
+            kind: "path",
+            reference: None,
+            commit: None,
+        };
+        let files = CoreFiles { dir: c };
+        let plan = install(&repo, &origin, &recipe, &Map::new(), &files, false, "now").unwrap();
+        let put = |plan: &Plan, path: &str| -> PipelinesYaml {
+            match plan.edits.iter().find(|(p, _)| p == path) {
+                Some((_, FileEdit::Put(b))) => serde_yaml_ng::from_slice(b).unwrap(),
+                other => panic!("{path}: {other:?}"),
+            }
+        };
+        let after = put(&plan, PIPELINES);
+        assert_eq!(after.input.serial, ["base_input", "style", "last"]);
+        assert_eq!(after.output.serial, ["base_output"]);
+        assert!(plan
+            .edits
+            .iter()
+            .any(|(p, _)| p == "agent/input/style/module.py"));
+        // Apply it, then plan the uninstall: the slot leaves the pipeline.
+        for (path, e) in &plan.edits {
+            if let FileEdit::Put(b) = e {
+                write(c, path, std::str::from_utf8(b).unwrap());
+            }
+        }
+        let plan = uninstall(&files, "style", false).unwrap();
+        assert_eq!(put(&plan, PIPELINES).input.serial, ["base_input", "last"]);
+        assert!(plan
+            .edits
+            .iter()
+            .any(|(p, e)| p == "agent/input/style" && *e == FileEdit::DeleteTree));
+        // A placement whose anchor is missing is refused.
+        write(
+            c,
+            PIPELINES,
+            "schema_version: 1\ninput:\n  serial: [other]\n",
+        );
+        write(c, REGISTRY, "schema_version: 1\ninstalled: []\n");
+        std::fs::remove_dir_all(c.join("agent/input/style")).unwrap();
+        let e = install(&repo, &origin, &recipe, &Map::new(), &files, false, "now").unwrap_err();
+        assert!(e.to_string().contains("no slot base_input"), "{e}");
+    }
 }
