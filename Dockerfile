@@ -5,7 +5,7 @@ COPY . .
 RUN cargo build --release --locked --bin demiurge
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates git python3 && rm -rf /var/lib/apt/lists/* \
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates git python3 python3-yaml && rm -rf /var/lib/apt/lists/* \
     && useradd --system --home /var/lib/demiurge --create-home demiurge
 COPY --from=build /src/target/release/demiurge /usr/local/bin/demiurge
 USER demiurge

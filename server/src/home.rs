@@ -136,6 +136,17 @@ impl HomeLayout {
             .join(revision)
     }
 
+    /// Where a core's authored tools and slots run from: the host's copy of
+    /// the core's code (`agent.yaml`, `agent/`) beside the files its
+    /// packages keep (`memory/`, `context/`), laid out as the Python
+    /// project lays out a core, so code that finds its core root by walking
+    /// up from `__file__` finds this one. The state outlives revisions.
+    pub fn core_runtime_root(&self, tenant: &TenantId, core: &crate::ids::CoreId) -> PathBuf {
+        self.tenant_dir(tenant)
+            .join("core-state")
+            .join(core.as_str())
+    }
+
     /// Per-session tool state.
     pub fn session_state_dir(&self, session: &str) -> PathBuf {
         self.runtime_dir().join("session-state").join(session)

@@ -211,6 +211,11 @@ pub struct Request<'a> {
     /// Extra folders the child may read (and execute), e.g. the read-only
     /// copy of a core's authored tools and the runner's SDK.
     pub read_only: &'a [PathBuf],
+    /// A folder the child may also write in whose present entries stay the
+    /// server's (an authored runner's core root: the core's code copied by
+    /// the host beside the state its packages keep, as the Python project
+    /// lays a core out).
+    pub state: Option<&'a Path>,
 }
 
 /// The walls of one child.
@@ -256,11 +261,12 @@ pub fn plan(
     let mut read_only = read_roots(settings);
     let path_env = child_path(host_path, &read_only);
     read_only.extend(request.read_only.iter().cloned());
-    let read_write = vec![
+    let mut read_write = vec![
         request.workspace.to_path_buf(),
         request.home.to_path_buf(),
         request.tmp.to_path_buf(),
     ];
+    read_write.extend(request.state.map(Path::to_path_buf));
     let ids = drop_privileges.then(|| {
         let uid = tenant_uid(settings, request.tenant);
         (uid, uid)

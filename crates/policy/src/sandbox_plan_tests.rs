@@ -15,6 +15,7 @@ fn request(network: bool) -> Request<'static> {
         tmp: Path::new("/srv/home/runtime/tmp/acme/alice"),
         network,
         read_only: &[],
+        state: None,
     }
 }
 

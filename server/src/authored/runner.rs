@@ -1,10 +1,23 @@
 //! Warm, confined Python runners. One runner is a `python3` child started
 //! through [`crate::exec::sandbox`] (Landlock, the tenant's uid, limits)
-//! that reads the read-only copy of a core revision's tools and calls them
-//! one at a time over [`super::protocol`]. Runners are kept warm per
-//! (tenant, core revision, workspace) — the workspace is part of a child's
-//! walls — within [`MAX_IDLE_PER_KEY`] and [`MAX_IDLE`]; a runner that
-//! timed out, broke the protocol or exited is killed and never reused.
+//! that runs a core's tools and slots one call at a time over
+//! [`super::protocol`]. Runners are kept warm per (tenant, core revision,
+//! core root, workspace) — the folders are part of a child's walls — within
+//! [`MAX_IDLE_PER_KEY`] and [`MAX_IDLE`]; a runner that timed out, broke the
+//! protocol or exited is killed and never reused.
+//!
+//! # Where the code runs from
+//!
+//! The runner and its SDK are a read-only copy per revision
+//! ([`Invocation::runtime_dir`]). The core's own code is copied whole
+//! (`agent.yaml`, `agent/`) into the core's runtime root
+//! ([`Invocation::core_root`]), swapped in at once when the revision
+//! changes, so a tool or slot sees the layout the Python project gives it:
+//! the original's packages find their core root by walking up from
+//! `__file__` to `agent.yaml` and keep their state beside it (`memory/`,
+//! `context/`). That root is writable by the runner, while the code the host
+//! put there stays the host's (a sticky folder on a root server, see
+//! [`crate::exec::sandbox`]); the state outlives revisions.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write as _;
@@ -34,23 +47,28 @@ pub const MAX_CALLS_PER_RUNNER: u32 = 10_000;
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// Characters of a dead runner's stderr shown in its error.
 const STDERR_TAIL: usize = 2_000;
-/// Files and bytes of one tool folder copied for the runner.
-const MAX_TOOL_FILES: usize = 2_000;
-const MAX_TOOL_BYTES: u64 = 32 * 1024 * 1024;
+/// Files and bytes of a core's `agent/` copied for the runner.
+const MAX_CORE_FILES: usize = 10_000;
+const MAX_CORE_BYTES: u64 = 128 * 1024 * 1024;
+/// Which revision a core root's code is (written last, after the swap).
+const REVISION_MARKER: &str = ".demiurge-revision";
 
 const RUNNER_PY: &str = include_str!("python/runner.py");
 const SDK_INIT_PY: &str = include_str!("python/demiurge/__init__.py");
 const SDK_PY: &str = include_str!("python/demiurge/sdk.py");
 const SLOTS_PY: &str = include_str!("python/demiurge/slots.py");
 
-type Key = (String, String, PathBuf);
+/// (tenant, revision, core root, workspace).
+type Key = (String, String, PathBuf, PathBuf);
 
 /// The pool of warm runners of this server, and how long one call may take
 /// (`--authored-timeout`).
 pub struct Runners {
     idle: Mutex<HashMap<Key, Vec<Runner>>>,
-    /// Tool copies known to be complete (skip the disk check).
+    /// Runner folders known to be complete (skip the disk check).
     copied: Mutex<HashSet<PathBuf>>,
+    /// The revision each core root was last seen to hold.
+    synced: Mutex<HashMap<PathBuf, String>>,
     timeout: Duration,
 }
 
@@ -94,8 +112,12 @@ pub struct Invocation<'a> {
     pub tenant: &'a str,
     /// Identity of the core revision (any text; hashed into a folder name).
     pub revision: &'a str,
-    /// The read-only copy of this revision (`HomeLayout::authored_runtime`).
+    /// The read-only copy of the runner for this revision
+    /// (`HomeLayout::authored_runtime`).
     pub runtime_dir: PathBuf,
+    /// The core's runtime root (`HomeLayout::core_runtime_root`): its code
+    /// as of `revision`, and its packages' state.
+    pub core_root: PathBuf,
     /// The session's workspace (canonical): read-write, the working directory.
     pub workspace: &'a Path,
     /// The principal's HOME and TMPDIR for child processes.
@@ -171,6 +193,7 @@ impl Runners {
         Self {
             idle: Mutex::default(),
             copied: Mutex::default(),
+            synced: Mutex::default(),
             timeout,
         }
     }
@@ -305,6 +328,7 @@ impl Runners {
         let key: Key = (
             inv.tenant.to_owned(),
             inv.revision.to_owned(),
+            inv.core_root.clone(),
             inv.workspace.to_path_buf(),
         );
         let warm = self
@@ -407,80 +431,146 @@ impl Runners {
         }
     }
 
-    /// The read-only copy of the runner, its SDK, the core's `agent/lib`
-    /// and this tool, made once per revision; returns the tool's folder and
-    /// the lib folder (when the core has one).
+    /// The runner and its SDK (once per revision) and the core's code in
+    /// its runtime root (when that holds another revision); returns the
+    /// tool's (or slot's) folder and the core's `agent/lib` when it has one.
     async fn prepare_files(
         &self,
         inv: &Invocation<'_>,
     ) -> std::io::Result<(PathBuf, Option<PathBuf>)> {
-        let root = inv.runtime_dir.clone();
-        let tool_dir = root.join("tools").join(inv.name);
-        let lib_dir = root.join("lib");
-        let known = self
+        let runtime = inv.runtime_dir.clone();
+        let root = inv.core_root.clone();
+        let runner_known = self
             .copied
             .lock()
-            .map(|c| c.contains(&tool_dir))
+            .map(|c| c.contains(&runtime))
             .unwrap_or(false);
-        if !known {
-            let source = inv.spec.dir.clone();
-            let target = tool_dir.clone();
-            let lib_source = core_lib(&inv.spec.dir, &inv.spec.slot_path);
-            let lib_target = lib_dir.clone();
+        let core_known = self
+            .synced
+            .lock()
+            .map(|m| m.get(&root).is_some_and(|r| r == inv.revision))
+            .unwrap_or(false);
+        if !runner_known || !core_known {
+            let core_dir = core_dir_of(&inv.spec.dir, &inv.spec.slot_path).ok_or_else(|| {
+                std::io::Error::other(format!(
+                    "{} is not a folder under the core's agent/",
+                    inv.spec.slot_path
+                ))
+            })?;
+            let revision = inv.revision.to_owned();
+            let (runtime_copy, root_copy) = (runtime.clone(), root.clone());
             tokio::task::spawn_blocking(move || {
-                materialize(&root, &source, &target)?;
-                match lib_source {
-                    Some(lib) => copy_once(&lib, &lib_target),
-                    None => Ok(()),
+                if !runner_known {
+                    write_runner(&runtime_copy)?;
                 }
+                if !core_known {
+                    sync_core(&core_dir, &root_copy, &revision)?;
+                }
+                Ok::<_, std::io::Error>(())
             })
             .await
             .map_err(|e| std::io::Error::other(e.to_string()))??;
             if let Ok(mut c) = self.copied.lock() {
-                c.insert(tool_dir.clone());
+                c.insert(runtime);
+            }
+            if let Ok(mut m) = self.synced.lock() {
+                m.insert(root.clone(), inv.revision.to_owned());
             }
         }
-        let lib = lib_dir.is_dir().then_some(lib_dir);
-        Ok((tool_dir, lib))
+        let dir = root.join(&inv.spec.slot_path);
+        if !dir.is_dir() {
+            return Err(std::io::Error::other(format!(
+                "{} is not in this revision of the core",
+                inv.spec.slot_path
+            )));
+        }
+        let lib = root.join("agent").join("lib");
+        Ok((dir, lib.is_dir().then_some(lib)))
     }
 }
 
-/// The core's `agent/lib` of a tool folder `dir` at `slot_path`
-/// (`agent/tools/<id>`), when it exists.
-fn core_lib(dir: &Path, slot_path: &str) -> Option<PathBuf> {
+/// The core folder of a tool or slot folder `dir` at `slot_path`
+/// (`agent/tools/<id>`, `agent/bootstrap/<id>`, …).
+fn core_dir_of(dir: &Path, slot_path: &str) -> Option<PathBuf> {
     let parts: Vec<&str> = slot_path.split('/').filter(|p| !p.is_empty()).collect();
-    if parts.len() < 3 || parts[0] != "agent" {
+    if parts.len() < 2 || parts[0] != "agent" || parts.contains(&"..") {
         return None;
     }
-    let core_root = dir.ancestors().nth(parts.len())?;
-    let lib = core_root.join("agent").join("lib");
-    lib.is_dir().then_some(lib)
+    dir.ancestors().nth(parts.len()).map(Path::to_path_buf)
 }
 
-/// Copy `source` to `target` once, atomically.
-fn copy_once(source: &Path, target: &Path) -> std::io::Result<()> {
-    if target.is_dir() {
+/// Makes `root` hold the core's code as of `revision`: `agent/` copied
+/// whole beside the live one and swapped in with one `renameat2` exchange
+/// (a runner sees the old tree or the new, never half of one), then
+/// `agent.yaml`, then the marker. Everything else in `root` is the
+/// packages' state and is left alone.
+fn sync_core(core_dir: &Path, root: &Path, revision: &str) -> std::io::Result<()> {
+    let marker = root.join(REVISION_MARKER);
+    if std::fs::read_to_string(&marker).is_ok_and(|r| r.trim() == revision) {
         return Ok(());
     }
-    let staging = target.with_extension(format!("staging-{}", uuid::Uuid::new_v4().simple()));
-    let mut budget = (MAX_TOOL_FILES, MAX_TOOL_BYTES);
-    if let Err(e) = copy_tree(source, &staging, &mut budget) {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(root)?;
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let staging = root.join(format!(".agent-{id}"));
+    let mut budget = (MAX_CORE_FILES, MAX_CORE_BYTES);
+    if let Err(e) = copy_tree(&core_dir.join("agent"), &staging, &mut budget) {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(e);
     }
-    match std::fs::rename(&staging, target) {
-        Ok(()) => Ok(()),
-        Err(_) if target.is_dir() => {
-            let _ = std::fs::remove_dir_all(&staging);
-            Ok(())
-        }
-        Err(e) => Err(e),
+    let live = root.join("agent");
+    if live.is_dir() {
+        swap_folders(&staging, &live)?;
+        // `staging` now holds the previous revision's code.
+        let _ = std::fs::remove_dir_all(&staging);
+    } else {
+        std::fs::rename(&staging, &live)?;
     }
+    let manifest = root.join(format!(".agent-{id}.yaml"));
+    write_file(&manifest, &std::fs::read(core_dir.join("agent.yaml"))?)?;
+    std::fs::rename(&manifest, root.join("agent.yaml"))?;
+    let next = root.join(format!("{REVISION_MARKER}-{id}"));
+    write_file(&next, revision.as_bytes())?;
+    std::fs::rename(&next, &marker)
 }
 
-/// Write the runner files (once) and copy the tool folder (once), each
-/// atomically: a half-written copy is never seen under its final name.
-fn materialize(root: &Path, source: &Path, target: &Path) -> std::io::Result<()> {
+/// Swaps two folders atomically (`renameat2(RENAME_EXCHANGE)`); where the
+/// filesystem cannot, moves the old one aside first.
+fn swap_folders(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    };
+    let (ca, cb) = (c(a)?, c(b)?);
+    // SAFETY: two valid NUL-terminated paths; no memory is retained.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if !matches!(err.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
+        return Err(err);
+    }
+    let aside = a.with_extension("previous");
+    std::fs::rename(b, &aside)?;
+    std::fs::rename(a, b)?;
+    std::fs::rename(&aside, a)
+}
+
+/// Writes the runner and its SDK into `root` (once), atomically: a
+/// half-written copy is never seen under its final name.
+fn write_runner(root: &Path) -> std::io::Result<()> {
     let mut dirs = std::fs::DirBuilder::new();
     dirs.recursive(true).mode(0o755);
     if !root.join("runner.py").is_file() {
@@ -494,7 +584,7 @@ fn materialize(root: &Path, source: &Path, target: &Path) -> std::io::Result<()>
         ] {
             write_file(&staging.join(rel), text.as_bytes())?;
         }
-        dirs.create(root.join("tools"))?;
+        dirs.create(root)?;
         for name in ["runner.py", "demiurge"] {
             if !root.join(name).exists() {
                 std::fs::rename(staging.join(name), root.join(name))?;
@@ -510,7 +600,7 @@ fn materialize(root: &Path, source: &Path, target: &Path) -> std::io::Result<()>
             _ => {}
         }
     }
-    copy_once(source, target)
+    Ok(())
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -542,7 +632,7 @@ fn copy_tree(from: &Path, to: &Path, budget: &mut (usize, u64)) -> std::io::Resu
             let len = entry.metadata()?.len();
             if budget.0 == 0 || budget.1 < len {
                 return Err(std::io::Error::other(format!(
-                    "the tool folder is larger than {MAX_TOOL_FILES} files or {MAX_TOOL_BYTES} bytes"
+                    "the core's agent/ folder is larger than {MAX_CORE_FILES} files or {MAX_CORE_BYTES} bytes"
                 )));
             }
             budget.0 -= 1;
@@ -564,6 +654,7 @@ async fn start(inv: &Invocation<'_>, cancel: &CancellationToken) -> Result<Runne
         tmp: &inv.tmp,
         network: inv.network,
         read_only: &read_only,
+        state: Some(&inv.core_root),
     };
     let confinement = inv
         .sandbox

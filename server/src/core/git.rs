@@ -74,6 +74,7 @@ impl GitRunner {
                     tmp: &tmp,
                     network: scope.network,
                     read_only: scope.read_only,
+                    state: None,
                 })?
                 .map(Arc::new),
         };

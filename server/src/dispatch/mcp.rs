@@ -371,6 +371,7 @@ impl Dispatcher {
             tmp: &tmp,
             network: walls.terminal_network && !catalog.terminal_network_off(),
             read_only: &[],
+            state: None,
         };
         let confinement = walls
             .sandbox

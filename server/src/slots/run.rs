@@ -182,6 +182,8 @@ pub struct SlotEnv<'a> {
     /// Folder name of the core revision.
     pub revision: &'a str,
     pub runtime_dir: PathBuf,
+    /// The core's runtime root (its code and its packages' state).
+    pub core_root: PathBuf,
     pub workspace: &'a Path,
     pub home: PathBuf,
     pub tmp: PathBuf,
@@ -229,6 +231,7 @@ async fn run_slot(
         tenant: env.tenant,
         revision: env.revision,
         runtime_dir: env.runtime_dir.clone(),
+        core_root: env.core_root.clone(),
         workspace: env.workspace,
         home: env.home.clone(),
         tmp: env.tmp.clone(),

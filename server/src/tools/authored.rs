@@ -46,6 +46,7 @@ impl Tool for AuthoredCall {
             tenant: tenant.as_str(),
             revision: &revision,
             runtime_dir: layout.authored_runtime(tenant, &revision),
+            core_root: layout.core_runtime_root(tenant, &ctx.core.id),
             workspace: env.workspace(),
             home: layout.terminal_home(tenant, ctx.scope.principal()),
             tmp: layout.terminal_tmp(tenant, ctx.scope.principal()),

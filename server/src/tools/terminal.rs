@@ -408,6 +408,7 @@ async fn run(env: &ToolEnv<'_>, p: PlannedCommand) -> ToolOutcome {
         tmp: &tmp,
         network: walls.terminal_network && !env.catalog.terminal_network_off(),
         read_only: &[],
+        state: None,
     };
     let confinement = match walls.sandbox.prepare(&request) {
         Ok(confinement) => confinement.map(std::sync::Arc::new),

@@ -398,6 +398,7 @@ impl TurnService {
             tenant: tenant.as_str(),
             revision: &revision,
             runtime_dir: layout.authored_runtime(tenant, &revision),
+            core_root: layout.core_runtime_root(tenant, &call_ctx.core.id),
             workspace: &call_ctx.workspace,
             home: layout.terminal_home(tenant, ctx.scope.principal()),
             tmp: layout.terminal_tmp(tenant, ctx.scope.principal()),

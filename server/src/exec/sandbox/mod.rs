@@ -239,6 +239,14 @@ impl Sandbox {
                 self.allow_traverse_to(dir)
                     .map_err(|e| SandboxError::Prepare(format!("{}: {e}", dir.display())))?;
             }
+            if let Some(dir) = request.state {
+                self.share_state(dir, gid)
+                    .map_err(|e| SandboxError::Prepare(format!("{}: {e}", dir.display())))?;
+            }
+        } else if let Some(dir) = request.state {
+            private_dir(dir).map_err(|e| {
+                SandboxError::Prepare(format!("cannot create {}: {e}", dir.display()))
+            })?;
         }
         let ruleset = build_ruleset(&plan, self.facts.landlock_abi)?;
         Ok(Some(Confinement {
@@ -279,6 +287,30 @@ impl Sandbox {
                 }
             }
         }
+        if let Ok(mut set) = self.prepared.lock() {
+            set.insert(key);
+        }
+        Ok(())
+    }
+
+    /// A state folder the tenant's `gid` may add to while what the server
+    /// put there stays the server's: owned by the server, group-writable
+    /// for the tenant, sticky (`01770`), so the child can make its own
+    /// files and folders but cannot rename, replace or remove the server's.
+    fn share_state(&self, dir: &Path, gid: u32) -> io::Result<()> {
+        let key = dir.to_path_buf();
+        if self
+            .prepared
+            .lock()
+            .map(|set| set.contains(&key))
+            .unwrap_or(false)
+        {
+            return Ok(());
+        }
+        private_dir(dir)?;
+        std::os::unix::fs::lchown(dir, Some(self.facts.euid), Some(gid))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1770))?;
+        self.allow_traverse_to(dir)?;
         if let Ok(mut set) = self.prepared.lock() {
             set.insert(key);
         }
