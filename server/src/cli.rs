@@ -474,6 +474,15 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub package_repositories: Vec<String>,
+    /// Where tenant admins may add package repositories of their own
+    /// (comma-separated prefixes: https://host/path or an absolute folder of
+    /// git repositories); none: they may not.
+    #[arg(
+        long = "tenant-package-source",
+        env = "DEMIURGE_TENANT_PACKAGE_SOURCES",
+        value_delimiter = ','
+    )]
+    pub tenant_package_sources: Vec<String>,
     /// Network of terminal commands: `on`, or `none` (no TCP; on a root server no network at all).
     #[arg(long, env = "DEMIURGE_TERMINAL_NETWORK", default_value = "on")]
     pub terminal_network: String,

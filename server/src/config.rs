@@ -389,6 +389,9 @@ pub struct Config {
     /// `--package-repository`: the package repositories the operator trusts,
     /// as given (`packages::sources::Source::parse` reads them at start).
     pub package_repositories: Vec<String>,
+    /// `--tenant-package-source`: the prefixes under which tenants may add
+    /// package repositories (checked at start by `packages::sources`).
+    pub tenant_package_sources: Vec<String>,
     /// `--member-max-risk`: the approval policy of tenants that set none.
     pub default_tenant_policy: crate::policy::approval_authority::TenantPolicy,
     pub protection: ProtectionConfig,
@@ -571,6 +574,12 @@ impl Config {
             .map(|r| r.trim().to_owned())
             .filter(|r| !r.is_empty())
             .collect();
+        let tenant_package_sources: Vec<String> = serve
+            .tenant_package_sources
+            .iter()
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty())
+            .collect();
         let mut read_roots = Vec::new();
         for root in serve.read_root.iter().filter(|r| !r.as_os_str().is_empty()) {
             let canonical = root
@@ -640,6 +649,7 @@ impl Config {
             terminal_network,
             url_allow,
             package_repositories,
+            tenant_package_sources,
             bind,
             home,
             database,

@@ -568,7 +568,20 @@ async fn package(
         demiurge::core::repository::CoreRepository::new(&common.home).with_walls(walls.clone());
     let changes =
         demiurge::core::changes::CoreChanges::new(cores.clone(), store.clone(), Arc::new(NoTasks));
-    let packages = Packages::new(common.home.clone(), sources, cores, changes, walls);
+    // The tenants' own repositories are theirs to add over the API; the
+    // command line sees them when the operator's flags allow them.
+    let trust = demiurge::packages::Trust {
+        sources,
+        tenant_prefixes: config.tenant_package_sources.clone(),
+    };
+    let packages = Packages::new(
+        common.home.clone(),
+        trust,
+        store.clone(),
+        cores,
+        changes,
+        walls,
+    );
     let operator = PrincipalId::parse("operator")?;
     let via = demiurge::store::Surface::Cli;
     let scope = |tenant: &str| -> anyhow::Result<demiurge::auth::PrincipalScope> {

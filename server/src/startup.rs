@@ -274,10 +274,16 @@ impl Application {
             shutdown: shutdown.clone(),
         })
         .context("set up chat channels")?;
+        crate::packages::sources::check_prefixes(&config.tenant_package_sources)
+            .map_err(|e| anyhow::anyhow!("--tenant-package-source {e}"))?;
         let packages = crate::packages::Packages::new(
             config.home.clone(),
-            crate::packages::sources::parse_all(&config.package_repositories)
-                .map_err(|e| anyhow::anyhow!("--package-repository {e}"))?,
+            crate::packages::Trust {
+                sources: crate::packages::sources::parse_all(&config.package_repositories)
+                    .map_err(|e| anyhow::anyhow!("--package-repository {e}"))?,
+                tenant_prefixes: config.tenant_package_sources.clone(),
+            },
+            store.clone(),
             cores.clone(),
             core_changes.clone(),
             walls.clone(),

@@ -1117,12 +1117,263 @@ async fn slot_packages_keep_their_state_beside_the_core_across_revisions() {
 
         // On a root server the runner runs as the tenant's uid: it may add
         // state, but the code the host copied stays the host's.
-        if unsafe { libc::geteuid() } == 0 {
+        if running_as_root() {
             let script = json!([{"tool_calls": [{"name": "notes_tamper", "arguments": {}}]}, {"content": "tried"}]);
             let evs = run_script(&app, &member, &sid, script, "allow_once").await;
             let r = call_result(&evs, "notes_tamper");
             assert_eq!(r["content"], "none", "{r}");
             assert!(root.join("agent/tools/notes/module.py").is_file());
+        }
+    }
+}
+
+/// A git repository of `repository()`'s packages at `dir`, readable by a
+/// confined uid; its one commit.
+fn git_repository(dir: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    repository(dir);
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .current_dir(dir)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "packages"]);
+    git(&["rev-parse", "HEAD"]).trim().to_owned()
+}
+
+#[tokio::test]
+async fn tenants_add_their_own_repositories_only_where_the_operator_allows() {
+    use std::os::unix::fs::PermissionsExt;
+    let operator_repo = tempfile::tempdir().unwrap();
+    repository(operator_repo.path());
+    let allowed = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(allowed.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let commit = git_repository(&allowed.path().join("team-pkgs"));
+    let elsewhere = tempfile::tempdir().unwrap();
+    let other_commit = git_repository(&elsewhere.path().join("pkgs"));
+    let url = format!("{}/team-pkgs", allowed.path().display());
+    let add = |alias: &str, url: &str, commit: &str| json!({"alias": alias, "url": url, "commit": commit});
+
+    // Without the operator's say-so, no tenant may add one.
+    let closed = spawn_app(Backend::Sqlite).await;
+    let admin = closed.token_with("default", "boss", "admin", "1h");
+    let (st, b) = closed
+        .post(
+            &admin,
+            "/v1/packages/repositories",
+            add("mine", &url, &commit),
+        )
+        .await;
+    assert_eq!(st, 403, "{b}");
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--tenant-package-source"),
+        "{b}"
+    );
+    drop(closed);
+
+    for backend in backends() {
+        let app = spawn_with(
+            backend,
+            Opts::default()
+                .env(
+                    "DEMIURGE_PACKAGE_REPOSITORIES",
+                    &format!("builtin={}", operator_repo.path().display()),
+                )
+                .env(
+                    "DEMIURGE_TENANT_PACKAGE_SOURCES",
+                    &format!("{}/", allowed.path().display()),
+                ),
+        )
+        .await;
+        let admin = app.token_with("default", "boss", "admin", "1h");
+        let member = app.token("default", "alice");
+        let other_admin = app.token_with("other", "olga", "admin", "1h");
+
+        // Refused: a member, a folder outside the operator's, a symlink out
+        // of it, an unpinned commit, the operator's alias.
+        let (st, _) = app
+            .post(
+                &member,
+                "/v1/packages/repositories",
+                add("mine", &url, &commit),
+            )
+            .await;
+        assert_eq!(st, 403);
+        let outside = format!("{}/pkgs", elsewhere.path().display());
+        let (st, b) = app
+            .post(
+                &admin,
+                "/v1/packages/repositories",
+                add("mine", &outside, &other_commit),
+            )
+            .await;
+        assert_eq!(st, 400, "{b}");
+        assert!(
+            b["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not under"),
+            "{b}"
+        );
+        let (st, b) = app
+            .post(
+                &admin,
+                "/v1/packages/repositories",
+                add("mine", &format!("{url}/../../etc"), &commit),
+            )
+            .await;
+        assert_eq!(st, 400, "{b}");
+        let (st, _) = app
+            .post(
+                &admin,
+                "/v1/packages/repositories",
+                add("mine", &url, "main"),
+            )
+            .await;
+        assert_eq!(st, 400);
+        let (st, b) = app
+            .post(
+                &admin,
+                "/v1/packages/repositories",
+                add("builtin", &url, &commit),
+            )
+            .await;
+        assert_eq!(st, 409, "{b}");
+
+        // Added: listed as the tenant's, not ready until synced.
+        let (st, view) = app
+            .post(
+                &admin,
+                "/v1/packages/repositories",
+                add("mine", &url, &commit),
+            )
+            .await;
+        assert_eq!(st, 201, "{view}");
+        assert_eq!(view["owner"], "tenant");
+        assert_eq!(view["ready"], false, "{view}");
+        let (st, _) = app
+            .post(
+                &admin,
+                "/v1/packages/repositories",
+                add("mine", &url, &commit),
+            )
+            .await;
+        assert_eq!(st, 409, "added twice");
+        // A symlink out of the operator's folder passes the words, not the sync.
+        let link = allowed.path().join("link");
+        if !link.exists() {
+            std::os::unix::fs::symlink(elsewhere.path().join("pkgs"), &link).unwrap();
+        }
+        let (st, _) = app
+            .post(
+                &admin,
+                "/v1/packages/repositories",
+                add("linked", &link.display().to_string(), &other_commit),
+            )
+            .await;
+        assert_eq!(st, 201);
+        let (st, b) = app
+            .post(&admin, "/v1/packages/repositories/linked/sync", json!({}))
+            .await;
+        assert_eq!(st, 503, "{b}");
+        assert!(
+            b["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not under"),
+            "{b}"
+        );
+        let (st, _) = delete(&app, &admin, "/v1/packages/repositories/linked").await;
+        assert_eq!(st, 204);
+        let install = json!({"repository": "mine", "package": "web_search_brave"});
+        let (st, b) = app
+            .post(&admin, "/v1/cores/assistant/packages", install.clone())
+            .await;
+        assert_eq!(st, 503, "{b}");
+        let (st, view) = app
+            .post(&admin, "/v1/packages/repositories/mine/sync", json!({}))
+            .await;
+        assert_eq!(st, 200, "{view}\n{}", app.log());
+        assert_eq!(view["ready"], true, "{view}");
+        assert!(app
+            .home
+            .join("tenants/default/package-repositories/mine/packages/web_search_brave.yaml")
+            .is_file());
+        let (st, b) = app
+            .post(&admin, "/v1/cores/assistant/packages", install)
+            .await;
+        assert_eq!(st, 201, "{b}");
+        assert_eq!(b["record"]["repository_alias"], "mine");
+
+        // Another tenant neither sees nor syncs it, and may use the alias.
+        let (_, cat) = app.get(&other_admin, "/v1/packages").await;
+        let aliases: Vec<&str> = cat["repositories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["alias"].as_str().unwrap())
+            .collect();
+        assert_eq!(aliases, ["builtin"], "{cat}");
+        let (st, _) = app
+            .post(
+                &other_admin,
+                "/v1/packages/repositories/mine/sync",
+                json!({}),
+            )
+            .await;
+        assert_eq!(st, 404);
+        let (st, _) = delete(&app, &other_admin, "/v1/packages/repositories/mine").await;
+        assert_eq!(st, 404);
+
+        // Removing: admins only, never the operator's; the installed package stays.
+        let (st, _) = delete(&app, &member, "/v1/packages/repositories/mine").await;
+        assert_eq!(st, 403);
+        let (st, _) = delete(&app, &admin, "/v1/packages/repositories/builtin").await;
+        assert_eq!(st, 403);
+        let (st, _) = delete(&app, &admin, "/v1/packages/repositories/mine").await;
+        assert_eq!(st, 204);
+        assert!(!app
+            .home
+            .join("tenants/default/package-repositories/mine")
+            .exists());
+        let (_, cat) = app.get(&admin, "/v1/packages?core=assistant").await;
+        assert!(!cat.to_string().contains("\"alias\":\"mine\""), "{cat}");
+        assert_eq!(
+            cat["installed"][0]["package_id"], "web_search_brave",
+            "{cat}"
+        );
+        let (_, audit) = app.get(&admin, "/v1/audit?action=package.").await;
+        let actions: Vec<&str> = audit["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["action"].as_str().unwrap())
+            .collect();
+        for want in [
+            "package.repository_added",
+            "package.repository_removed",
+            "package.installed",
+        ] {
+            assert!(actions.contains(&want), "{actions:?}");
         }
     }
 }

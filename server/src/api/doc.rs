@@ -43,7 +43,7 @@ use crate::wire::events::{Event, EventPayload};
         cores::delete_core_file, cores::list_core_versions, cores::diff_core,
         runs::list_runs, runs::get_run, runs::review_run, runs::promote_run, runs::discard_run,
         packages::list_packages, packages::install_package, packages::uninstall_package,
-        packages::sync_repository,
+        packages::sync_repository, packages::add_repository, packages::remove_repository,
     ),
     components(schemas(ErrorBody, Event, EventPayload, SseEvent)),
     modifiers(&BearerAuth, &SharedResponses),

@@ -113,6 +113,11 @@ pub fn router(app: SharedApp) -> Router {
             axum::routing::put(providers::put_provider_key).delete(providers::delete_provider_key),
         )
         .route("/v1/packages", get(packages::list_packages))
+        .route("/v1/packages/repositories", post(packages::add_repository))
+        .route(
+            "/v1/packages/repositories/{alias}",
+            axum::routing::delete(packages::remove_repository),
+        )
         .route(
             "/v1/packages/repositories/{alias}/sync",
             post(packages::sync_repository),

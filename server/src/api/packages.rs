@@ -1,6 +1,7 @@
 //! Packages: the operator's trusted repositories and their packages
 //! (`GET /v1/packages`, any member), installs, upgrades and removals in a
-//! core (tenant admins), and syncing a git repository at its pin.
+//! core (tenant admins), syncing a git repository at its pin, and the
+//! tenant's own repositories where the operator allows them.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -172,4 +173,67 @@ pub async fn sync_repository(
     ApiPath(alias): ApiPath<String>,
 ) -> ApiResult<Json<RepositoryView>> {
     Ok(Json(app.packages.sync(&scope, &alias).await?))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddRepository {
+    /// The alias packages are installed by (unique in the tenant, not one of the operator's).
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+    )]
+    pub alias: String,
+    /// A git repository under one of the operator's `--tenant-package-source` prefixes.
+    #[schema(min_length = 1, max_length = 512)]
+    pub url: String,
+    /// The full commit it is pinned to.
+    #[schema(min_length = 40, max_length = 40, pattern = "^[0-9a-fA-F]{40}$")]
+    pub commit: String,
+}
+
+/// Add a git repository of the tenant's own (tenant admins), where the
+/// server operator allows it; sync it before installing from it.
+#[utoipa::path(post, path = "/v1/packages/repositories", tag = "packages", request_body = AddRepository,
+    responses((status = 201, body = RepositoryView), (status = 400, body = ErrorBody),
+        (status = 403, description = "not an admin, or the operator lets no tenant add repositories", body = ErrorBody),
+        (status = 409, description = "the alias is taken", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn add_repository(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    Via(via): Via,
+    ApiJson(req): ApiJson<AddRepository>,
+) -> ApiResult<(StatusCode, Json<RepositoryView>)> {
+    let view = app
+        .packages
+        .add_repository(&scope, &via, &req.alias, &req.url, &req.commit)
+        .await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// Remove one of the tenant's own repositories (tenant admins); packages
+/// installed from it stay installed.
+#[utoipa::path(delete, path = "/v1/packages/repositories/{alias}", tag = "packages", params(
+        ("alias" = String, Path, pattern = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description = "Repository alias")),
+    responses((status = 204), (status = 400, body = ErrorBody),
+        (status = 403, description = "not an admin, or the operator's repository", body = ErrorBody),
+        (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn remove_repository(
+    State(app): State<SharedApp>,
+    Auth(scope): Auth,
+    Via(via): Via,
+    ApiPath(alias): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    if !crate::packages::recipe::valid_id(&alias) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!("{alias:?} is not a repository alias"),
+        ));
+    }
+    app.packages.remove_repository(&scope, &via, &alias).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -4,7 +4,8 @@
 //! - [`recipe`]: `repository.yaml` and recipes parsed and checked (pure).
 //! - [`repository`]: a repository on disk, each recipe listed with its
 //!   validity and what this server cannot install of it.
-//! - [`sources`]: the operator's trusted list, pins, git sync.
+//! - [`sources`]: the operator's trusted list, the repositories tenants
+//!   add where the operator allows it, pins, git sync.
 //! - [`plan`]: the file edits of an install, upgrade or uninstall and the
 //!   core's `packages.yaml` after it.
 //!
@@ -75,6 +76,8 @@ impl From<PlanError> for PackageError {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RepositoryView {
     pub alias: String,
+    /// `operator` (the server's, every tenant's) or `tenant` (this tenant's own).
+    pub owner: String,
     /// `path` or `git`.
     pub kind: String,
     /// The folder or the git URL.
@@ -143,11 +146,20 @@ pub struct PackageChange {
     pub record: Installed,
 }
 
+/// Where repositories may come from: the operator's list, and the
+/// prefixes under which tenants may add their own (none: they may not).
+#[derive(Debug, Clone, Default)]
+pub struct Trust {
+    pub sources: Vec<Source>,
+    pub tenant_prefixes: Vec<String>,
+}
+
 /// Packages for every tenant; cheap to clone.
 #[derive(Clone)]
 pub struct Packages {
     home: PathBuf,
-    sources: Arc<Vec<Source>>,
+    trust: Arc<Trust>,
+    store: crate::store::Store,
     cores: CoreRepository,
     changes: CoreChanges,
     /// The URL policy's client, and the sandbox git syncs run in.
@@ -157,31 +169,64 @@ pub struct Packages {
 impl Packages {
     pub fn new(
         home: PathBuf,
-        sources: Vec<Source>,
+        trust: Trust,
+        store: crate::store::Store,
         cores: CoreRepository,
         changes: CoreChanges,
         walls: Arc<crate::walls::Walls>,
     ) -> Self {
         Self {
             home,
-            sources: Arc::new(sources),
+            trust: Arc::new(trust),
+            store,
             cores,
             changes,
             walls,
         }
     }
 
-    fn source(&self, alias: &str) -> Result<&Source, PackageError> {
-        self.sources
-            .iter()
+    /// The repositories `tenant` sees: the operator's, then its own.
+    async fn sources_for(
+        &self,
+        tenant: &crate::ids::TenantId,
+    ) -> Result<Vec<Source>, PackageError> {
+        let mut all = self.trust.sources.clone();
+        let rows = self
+            .store
+            .tenant_package_repositories(tenant)
+            .await
+            .map_err(|e| PackageError::Core(CoreEditError::Internal(e.into())))?;
+        for row in rows {
+            all.push(Source {
+                alias: row.alias,
+                origin: Origin::Git {
+                    url: row.url,
+                    commit: row.commit,
+                },
+                tenant: Some(tenant.clone()),
+            });
+        }
+        Ok(all)
+    }
+
+    async fn source(
+        &self,
+        tenant: &crate::ids::TenantId,
+        alias: &str,
+    ) -> Result<Source, PackageError> {
+        self.sources_for(tenant)
+            .await?
+            .into_iter()
             .find(|s| s.alias == alias)
             .ok_or_else(|| {
                 PackageError::NotFound(format!("no package repository {alias:?} on this server"))
             })
     }
 
-    /// Read a repository, verified against its pin.
+    /// Read a repository, verified against its pin (and a tenant's against
+    /// the operator's prefixes as they are now).
     async fn load(&self, source: &Source) -> Result<Repository, String> {
+        source.still_admitted(&self.trust.tenant_prefixes)?;
         let (home, source) = (self.home.clone(), source.clone());
         tokio::task::spawn_blocking(move || {
             source.verify(&home)?;
@@ -200,9 +245,16 @@ impl Packages {
     ) -> Result<PackageCatalog, PackageError> {
         let mut repositories = Vec::new();
         let mut packages = Vec::new();
-        for source in self.sources.iter() {
+        for source in self.sources_for(scope.tenant()).await? {
+            let source = &source;
             let mut view = RepositoryView {
                 alias: source.alias.clone(),
+                owner: if source.tenant.is_some() {
+                    "tenant"
+                } else {
+                    "operator"
+                }
+                .into(),
                 kind: source.kind().into(),
                 source: source.reference(),
                 commit: source.commit().map(str::to_owned),
@@ -272,7 +324,7 @@ impl Packages {
         scope
             .require_admin("install packages")
             .map_err(|e| PackageError::Forbidden(e.to_string()))?;
-        let source = self.source(alias)?.clone();
+        let source = self.source(scope.tenant(), alias).await?;
         let repo = self
             .load(&source)
             .await
@@ -420,7 +472,10 @@ impl Packages {
         scope
             .require_admin("sync package repositories")
             .map_err(|e| PackageError::Forbidden(e.to_string()))?;
-        let source = self.source(alias)?.clone();
+        let source = self.source(scope.tenant(), alias).await?;
+        source
+            .still_admitted(&self.trust.tenant_prefixes)
+            .map_err(|e| PackageError::Unavailable(format!("package repository {alias}: {e}")))?;
         if let Origin::Git { url, commit } = &source.origin {
             let pinned = if url.starts_with("https://") {
                 let verdict = self.walls.outbound.check(url).await;
@@ -440,24 +495,42 @@ impl Packages {
             } else {
                 None
             };
-            let (home, alias_owned, url, commit) = (
+            let (home, dir, url, commit) = (
                 self.home.clone(),
-                alias.to_owned(),
+                source.synced_dir(&self.home),
                 url.clone(),
                 commit.clone(),
             );
+            let tenant_source = source.tenant.is_some();
+            let prefixes = self.trust.tenant_prefixes.clone();
             let (walls, tenant) = (self.walls.clone(), scope.tenant().clone());
             // git runs as the tenant's own commands do: confined, the
             // staging folder its only writable place, the network only for
             // an https fetch, a local source readable.
             tokio::task::spawn_blocking(move || {
                 let owner = walls.sandbox.workspace_owner(tenant.as_str());
-                let staging = sources::staging_dir(&home, &alias_owned, owner)?;
                 let local: Vec<PathBuf> = if url.starts_with('/') {
-                    vec![PathBuf::from(&url)]
+                    // A tenant's folder is judged as the disk has it: a
+                    // symlink out of the operator's folder does not pass.
+                    let real = std::fs::canonicalize(&url).map_err(|e| format!("{url}: {e}"))?;
+                    if tenant_source {
+                        let real_prefixes: Vec<String> = prefixes
+                            .iter()
+                            .filter_map(|p| std::fs::canonicalize(p).ok())
+                            .map(|p| format!("{}/", p.display()))
+                            .collect();
+                        let shown = format!("{}/", real.display());
+                        if !real_prefixes.iter().any(|p| shown.starts_with(p.as_str())) {
+                            return Err(format!(
+                                "{url} is not under a folder this server lets tenants use"
+                            ));
+                        }
+                    }
+                    vec![real]
                 } else {
                     Vec::new()
                 };
+                let staging = sources::staging_dir(&dir, owner)?;
                 let runner = crate::core::git::GitRunner::for_tenant(
                     Some(&walls.sandbox),
                     &home,
@@ -474,9 +547,8 @@ impl Packages {
                 })?;
                 sources::sync_git(
                     &runner,
-                    &home,
+                    &dir,
                     &staging,
-                    &alias_owned,
                     &url,
                     &commit,
                     pinned
@@ -488,8 +560,112 @@ impl Packages {
             .map_err(|e| PackageError::Unavailable(e.to_string()))?
             .map_err(|e| PackageError::Unavailable(format!("package repository {alias}: {e}")))?;
         }
-        let catalog = self.list(scope, None).await?;
-        catalog
+        self.view_of(scope, alias).await
+    }
+}
+
+impl Packages {
+    /// Add a git repository for the caller's tenant (tenant admins), where
+    /// the operator allows it; listed at once, usable once synced.
+    pub async fn add_repository(
+        &self,
+        scope: &PrincipalScope,
+        via: &Surface,
+        alias: &str,
+        url: &str,
+        commit: &str,
+    ) -> Result<RepositoryView, PackageError> {
+        scope
+            .require_admin("add package repositories")
+            .map_err(|e| PackageError::Forbidden(e.to_string()))?;
+        if self.trust.tenant_prefixes.is_empty() {
+            return Err(PackageError::Forbidden(
+                "this server does not let tenants add package repositories (the operator's --tenant-package-source)"
+                    .into(),
+            ));
+        }
+        let source = Source::tenant(
+            scope.tenant(),
+            alias,
+            url,
+            commit,
+            &self.trust.tenant_prefixes,
+        )
+        .map_err(PackageError::Invalid)?;
+        if self.trust.sources.iter().any(|s| s.alias == alias) {
+            return Err(PackageError::Conflict(format!(
+                "{alias:?} is a repository of the server operator's; choose another alias"
+            )));
+        }
+        let Origin::Git { url, commit } = &source.origin else {
+            return Err(PackageError::Invalid("a tenant's repository is git".into()));
+        };
+        let audit = scope.audit(
+            via,
+            "package.repository_added",
+            alias,
+            json!({"url": url, "commit": commit}),
+        );
+        let added = self
+            .store
+            .add_tenant_package_repository(
+                scope.tenant(),
+                alias,
+                url,
+                commit,
+                scope.principal(),
+                &audit,
+            )
+            .await
+            .map_err(|e| PackageError::Core(CoreEditError::Internal(e.into())))?;
+        if added.is_none() {
+            return Err(PackageError::Conflict(format!(
+                "this tenant has a package repository {alias:?} already; remove it first"
+            )));
+        }
+        self.view_of(scope, alias).await
+    }
+
+    /// Remove one of the tenant's own repositories (tenant admins) and its
+    /// synced copy; packages installed from it stay installed.
+    pub async fn remove_repository(
+        &self,
+        scope: &PrincipalScope,
+        via: &Surface,
+        alias: &str,
+    ) -> Result<(), PackageError> {
+        scope
+            .require_admin("remove package repositories")
+            .map_err(|e| PackageError::Forbidden(e.to_string()))?;
+        if self.trust.sources.iter().any(|s| s.alias == alias) {
+            return Err(PackageError::Forbidden(format!(
+                "{alias:?} is configured by the server operator"
+            )));
+        }
+        let source = self.source(scope.tenant(), alias).await?;
+        let audit = scope.audit(via, "package.repository_removed", alias, json!({}));
+        let removed = self
+            .store
+            .remove_tenant_package_repository(scope.tenant(), alias, &audit)
+            .await
+            .map_err(|e| PackageError::Core(CoreEditError::Internal(e.into())))?;
+        if !removed {
+            return Err(PackageError::NotFound(format!(
+                "no package repository {alias:?} on this server"
+            )));
+        }
+        let dir = source.synced_dir(&self.home);
+        let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(dir)).await;
+        Ok(())
+    }
+
+    async fn view_of(
+        &self,
+        scope: &PrincipalScope,
+        alias: &str,
+    ) -> Result<RepositoryView, PackageError> {
+        self.list(scope, None)
+            .await?
             .repositories
             .into_iter()
             .find(|r| r.alias == alias)

@@ -12,8 +12,12 @@
 //!   accepted (`http.curloptResolve`), with redirects off; a local path
 //!   (the operator's own disk) is cloned as it is.
 //!
-//! Trust is the operator's: a package cannot make itself trusted, and a
-//! tenant cannot add a repository.
+//! Trust is the operator's: a package cannot make itself trusted. A tenant's
+//! admin may add a git repository only where the operator allows it
+//! (`--tenant-package-source <prefix>`): pinned to a full commit, its URL
+//! under one of the operator's prefixes (an `https://` one, or a folder of
+//! git repositories on the server's disk), synced into the tenant's own
+//! folder and seen by that tenant only ([`Source::tenant`]).
 
 use std::path::{Path, PathBuf};
 
@@ -22,7 +26,12 @@ use std::path::{Path, PathBuf};
 pub struct Source {
     pub alias: String,
     pub origin: Origin,
+    /// The tenant that added it; `None`: the operator's (every tenant's).
+    pub tenant: Option<crate::ids::TenantId>,
 }
+
+/// Longest URL a tenant may give.
+const MAX_URL: usize = 512;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
@@ -93,7 +102,54 @@ impl Source {
         Ok(Source {
             alias: alias.to_owned(),
             origin,
+            tenant: None,
         })
+    }
+
+    /// A repository `tenant`'s admin adds: a git repository at a full
+    /// `commit`, whose `url` one of the operator's `prefixes` admits
+    /// ([`check_prefixes`]). Pure: a local path is checked lexically here
+    /// and against the disk when it is synced.
+    pub fn tenant(
+        tenant: &crate::ids::TenantId,
+        alias: &str,
+        url: &str,
+        commit: &str,
+        prefixes: &[String],
+    ) -> Result<Source, String> {
+        if prefixes.is_empty() {
+            return Err(
+                "this server does not let tenants add package repositories (the operator's --tenant-package-source)"
+                    .into(),
+            );
+        }
+        if !super::recipe::valid_id(alias) {
+            return Err(format!(
+                "repository alias {:?} must be letters, digits, `_`, `-` or `.`",
+                alias.chars().take(64).collect::<String>()
+            ));
+        }
+        if commit.len() != 40 || !commit.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err("commit must be a full 40-hex git commit".into());
+        }
+        admitted(url, prefixes)?;
+        Ok(Source {
+            alias: alias.to_owned(),
+            origin: Origin::Git {
+                url: url.to_owned(),
+                commit: commit.to_ascii_lowercase(),
+            },
+            tenant: Some(tenant.clone()),
+        })
+    }
+
+    /// Whether the operator still admits this repository (a tenant's one
+    /// whose prefix was since withdrawn is listed, not used).
+    pub fn still_admitted(&self, prefixes: &[String]) -> Result<(), String> {
+        match (&self.tenant, &self.origin) {
+            (Some(_), Origin::Git { url, .. }) => admitted(url, prefixes),
+            _ => Ok(()),
+        }
     }
 
     /// `path` or `git`, as the registry records it.
@@ -125,8 +181,18 @@ impl Source {
     pub fn root(&self, home: &Path) -> PathBuf {
         match &self.origin {
             Origin::Folder { path, .. } => path.clone(),
-            Origin::Git { .. } => synced_dir(home, &self.alias),
+            Origin::Git { .. } => self.synced_dir(home),
         }
+    }
+
+    /// Where a git repository is synced: the operator's under the home,
+    /// a tenant's in that tenant's folder.
+    pub fn synced_dir(&self, home: &Path) -> PathBuf {
+        let parent = match &self.tenant {
+            None => home.to_path_buf(),
+            Some(t) => crate::home::HomeLayout::new(home).tenant_dir(t),
+        };
+        parent.join("package-repositories").join(&self.alias)
     }
 
     /// Check the source is ready to read: a folder matches its pin; a git
@@ -149,7 +215,7 @@ impl Source {
                 Ok(())
             }
             Origin::Git { commit, .. } => {
-                let dir = synced_dir(home, &self.alias);
+                let dir = self.synced_dir(home);
                 // The commit the server checked and recorded after the sync
                 // (the checkout is the tenant's uid's; the server does not
                 // run git in it).
@@ -179,9 +245,58 @@ pub fn parse_all(items: &[String]) -> Result<Vec<Source>, String> {
     Ok(out)
 }
 
-/// Where a git repository is synced.
-pub fn synced_dir(home: &Path, alias: &str) -> PathBuf {
-    home.join("package-repositories").join(alias)
+/// Check the operator's `--tenant-package-source` prefixes: each an
+/// `https://` URL with a host, or an absolute folder.
+pub fn check_prefixes(prefixes: &[String]) -> Result<(), String> {
+    for p in prefixes {
+        let ok = if let Some(rest) = p.strip_prefix("https://") {
+            !rest.is_empty() && !rest.starts_with('/') && !rest.contains('@')
+        } else {
+            p.starts_with('/')
+        };
+        if !ok || p.contains("..") || p.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(format!(
+                "{p:?}: a tenant package source is an https://host/… prefix or an absolute folder"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether one of `prefixes` admits `url`, on a path boundary (a prefix
+/// `https://git.example.com/team` admits `…/team/x.git`, not `…/teamevil`).
+fn admitted(url: &str, prefixes: &[String]) -> Result<(), String> {
+    let shown: String = url.chars().take(80).collect();
+    if url.len() > MAX_URL || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{shown:?} is not a repository URL"));
+    }
+    let https = url.starts_with("https://");
+    if !(https || url.starts_with('/')) {
+        return Err(format!(
+            "{shown:?}: a repository is an https:// URL or a folder the operator allows"
+        ));
+    }
+    if url.split('/').any(|part| part == ".." || part == ".") {
+        return Err(format!("{shown:?}: no `.` or `..` in a repository URL"));
+    }
+    if https {
+        let parsed = url::Url::parse(url).map_err(|e| format!("{shown:?}: {e}"))?;
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(format!("{shown:?}: no credentials in a repository URL"));
+        }
+    }
+    let fits = |p: &String| {
+        url.strip_prefix(p.as_str())
+            .is_some_and(|rest| rest.is_empty() || p.ends_with('/') || rest.starts_with('/'))
+    };
+    if prefixes.iter().any(fits) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{shown:?} is not under a source this server lets tenants use: {}",
+            prefixes.join(", ")
+        ))
+    }
 }
 
 /// The file beside a synced checkout that names the commit it holds.
@@ -194,14 +309,12 @@ const SYNCED_MARKER: &str = ".demiurge-synced-commit";
 /// `port`, addresses); `None` for a local path.
 pub fn sync_git(
     runner: &crate::core::git::GitRunner,
-    home: &Path,
+    dir: &Path,
     staging: &Path,
-    alias: &str,
     url: &str,
     commit: &str,
     resolve: Option<(&str, u16, &[String])>,
 ) -> Result<(), String> {
-    let dir = synced_dir(home, alias);
     let mut config: Vec<String> = vec![
         "http.followRedirects=false".into(),
         "protocol.allow=never".into(),
@@ -249,15 +362,19 @@ pub fn sync_git(
         return Err(e);
     }
     std::fs::write(staging.join(SYNCED_MARKER), commit).map_err(|e| e.to_string())?;
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::rename(staging, &dir).map_err(|e| e.to_string())
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::rename(staging, dir).map_err(|e| e.to_string())
 }
 
-/// A fresh folder to sync `alias` into, owned by `owner` (the confined
-/// git's uid) when the sandbox drops privileges.
-pub fn staging_dir(home: &Path, alias: &str, owner: Option<(u32, u32)>) -> Result<PathBuf, String> {
-    let parent = home.join("package-repositories");
-    std::fs::create_dir_all(&parent).map_err(|e| e.to_string())?;
+/// A fresh folder beside `dir` (a synced checkout) to sync into, owned by
+/// `owner` (the confined git's uid) when the sandbox drops privileges.
+pub fn staging_dir(dir: &Path, owner: Option<(u32, u32)>) -> Result<PathBuf, String> {
+    let parent = dir.parent().ok_or("a synced checkout has a parent")?;
+    let alias = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
     let staging = parent.join(format!(".{alias}.sync-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir(&staging).map_err(|e| e.to_string())?;
     if let Some((uid, gid)) = owner {
@@ -309,6 +426,55 @@ mod tests {
             "x=/srv#sha256:short",
         ] {
             assert!(Source::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tenants_add_only_pinned_git_repositories_under_the_operators_prefixes() {
+        let t = crate::ids::TenantId::parse("acme").unwrap();
+        let commit = "0123456789abcdef0123456789abcdef01234567";
+        let prefixes = vec![
+            "https://git.example.com/team".to_owned(),
+            "/srv/git/".to_owned(),
+        ];
+        for url in [
+            "https://git.example.com/team/pkgs.git",
+            "https://git.example.com/team",
+            "/srv/git/pkgs",
+        ] {
+            let s = Source::tenant(&t, "mine", url, commit, &prefixes).unwrap();
+            assert_eq!(s.tenant, Some(t.clone()));
+            assert_eq!(
+                s.synced_dir(Path::new("/h")),
+                Path::new("/h/tenants/acme/package-repositories/mine")
+            );
+        }
+        for (url, why) in [
+            ("https://git.example.com/teamevil/x.git", "not under"),
+            ("https://git.example.com/team/../other/x.git", "`..`"),
+            ("https://user:pw@git.example.com/team/x.git", "credentials"),
+            ("http://git.example.com/team/x.git", "https://"),
+            ("/srv/gitx/pkgs", "not under"),
+            ("/srv/git/../../etc", "`..`"),
+            ("relative/x", "https://"),
+            ("https://git.example.com/team/x y", "not a repository URL"),
+        ] {
+            let e = Source::tenant(&t, "mine", url, commit, &prefixes).unwrap_err();
+            assert!(e.contains(why), "{url}: {e}");
+        }
+        assert!(Source::tenant(&t, "mine", "/srv/git/x", "main", &prefixes).is_err());
+        assert!(Source::tenant(&t, "../x", "/srv/git/x", commit, &prefixes).is_err());
+        let none = Source::tenant(&t, "mine", "/srv/git/x", commit, &[]).unwrap_err();
+        assert!(none.contains("does not let tenants"), "{none}");
+        assert!(check_prefixes(&prefixes).is_ok());
+        for bad in [
+            "http://x/",
+            "https://",
+            "https:///x",
+            "relative",
+            "/srv/../etc",
+        ] {
+            assert!(check_prefixes(&[bad.to_owned()]).is_err(), "{bad}");
         }
     }
 

@@ -187,6 +187,12 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0076_tenant_credentials.sql"),
         postgres: include_str!("../../../migrations/postgres/0076_tenant_credentials.sql"),
     },
+    Embedded {
+        version: 77,
+        name: "tenant_package_repositories",
+        sqlite: include_str!("../../../migrations/sqlite/0077_tenant_package_repositories.sql"),
+        postgres: include_str!("../../../migrations/postgres/0077_tenant_package_repositories.sql"),
+    },
 ];
 
 /// The usage file's migrations (SQLite only; see [`super::UsageDb`]). Its

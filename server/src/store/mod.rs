@@ -20,6 +20,8 @@ mod credentials;
 mod messages;
 mod migrate;
 mod module_state;
+mod package_repositories;
+pub use package_repositories::TenantRepositoryRow;
 pub mod peer_notify;
 mod provider_keys;
 mod revocations;
