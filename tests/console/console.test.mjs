@@ -529,6 +529,22 @@ test("packages: install a package into a core, see it installed, remove it; stor
   await a.getByRole("list", { name: "Stored credentials" }).getByText("web_search_brave.api_key").waitFor();
   assert.equal(await a.getByText("BSA-console-secret-123").count(), 0);
   assert.equal(await a.getByLabel("Value").inputValue(), "");
+  // The tenant's own repository, where the operator allows it: added, synced, used, removed.
+  const repos = a.getByRole("list", { name: "Package repositories" });
+  await repos.getByText("the operator's", { exact: false }).first().waitFor();
+  await a.getByRole("textbox", { name: "Alias" }).fill("team");
+  await a.getByRole("textbox", { name: "Git URL" }).fill(process.env.CONSOLE_TEAM_REPO);
+  await a.getByRole("textbox", { name: "Commit" }).fill(process.env.CONSOLE_TEAM_COMMIT);
+  await a.getByRole("button", { name: "Add repository" }).click();
+  await a.getByRole("status").filter({ hasText: "Added repository team" }).waitFor();
+  const team = repos.locator('li[data-repository="team"]');
+  await team.getByText("not ready", { exact: false }).waitFor();
+  await a.getByRole("button", { name: "Sync team" }).click();
+  await a.getByRole("status").filter({ hasText: "Synced team at " + process.env.CONSOLE_TEAM_COMMIT.slice(0, 12) }).waitFor();
+  await a.locator('#packages-list tr[data-package="team/search_notes"]').getByRole("cell", { name: "Available" }).waitFor();
+  await a.getByRole("button", { name: "Remove team" }).click();
+  await a.getByRole("status").filter({ hasText: "Removed repository team" }).waitFor();
+  assert.equal(await a.locator('#packages-list tr[data-package="team/search_notes"]').count(), 0);
   await actx.close();
 });
 

@@ -1047,7 +1047,58 @@ async function loadPackages() {
     );
   }
   if (!r.packages.length) body.append(h("tr", null, h("td.muted", { colspan: "5", text: "No package repository is configured on this server." })));
+  renderRepositories(r.repositories);
   loadCredentials();
+}
+
+/** Each repository: whose, ready or why not; Sync for git ones, Remove for the tenant's own. */
+function renderRepositories(repos) {
+  const list = $("repo-list");
+  list.textContent = "";
+  for (const repo of repos) {
+    const state = repo.ready ? "ready" + (repo.commit ? " at " + repo.commit.slice(0, 12) : "") : "not ready: " + (repo.error || "unknown");
+    const actions = [];
+    if (repo.kind === "git") actions.push(h("button", { type: "button", text: "Sync " + repo.alias, onclick: () => repositoryChange("sync", repo.alias) }));
+    if (repo.owner === "tenant") actions.push(h("button", { type: "button", text: "Remove " + repo.alias, onclick: () => repositoryChange("remove", repo.alias) }));
+    list.append(
+      h(
+        "li",
+        { dataset: { repository: repo.alias } },
+        h("code", { text: repo.alias }),
+        h("span.muted.small", { text: " " + (repo.owner === "tenant" ? "your tenant's" : "the operator's") + ", " + state + " " }),
+        ...actions,
+      ),
+    );
+  }
+}
+
+async function repositoryChange(action, alias) {
+  const status = $("packages-status");
+  try {
+    if (action === "sync") {
+      say(status, "Syncing " + alias + "…");
+      const view = await api("POST", "/v1/packages/repositories/" + encodeURIComponent(alias) + "/sync", {});
+      say(status, "Synced " + alias + (view.commit ? " at " + view.commit.slice(0, 12) : "") + ".");
+    } else {
+      await api("DELETE", "/v1/packages/repositories/" + encodeURIComponent(alias));
+      say(status, "Removed repository " + alias + ".");
+    }
+  } catch (e) {
+    say(status, errorText(e), true);
+  }
+  await loadPackages();
+}
+
+async function addRepository() {
+  const alias = $("repo-alias").value.trim();
+  try {
+    await api("POST", "/v1/packages/repositories", { alias, url: $("repo-url").value.trim(), commit: $("repo-commit").value.trim() });
+    for (const id of ["repo-alias", "repo-url", "repo-commit"]) $(id).value = "";
+    say($("packages-status"), "Added repository " + alias + "; sync it to use it.");
+  } catch (e) {
+    say($("packages-status"), errorText(e), true);
+  }
+  await loadPackages();
 }
 
 async function packageChange(method, core, p) {
@@ -1575,6 +1626,10 @@ function init() {
   $("credential-form").addEventListener("submit", (e) => {
     e.preventDefault();
     saveCredential();
+  });
+  $("repo-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    addRepository();
   });
   $("budget-form").addEventListener("input", () => {
     state.budgetEdited = true;
