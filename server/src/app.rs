@@ -21,6 +21,8 @@ use crate::walls::Walls;
 
 pub struct App {
     pub config: Config,
+    /// This instance among those serving the database (its id, heartbeat).
+    pub membership: Arc<crate::instances::Membership>,
     pub store: Store,
     pub tokens: TokenService,
     /// Revoked tokens and disabled principals, kept current by polling.

@@ -483,6 +483,15 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub tenant_package_sources: Vec<String>,
+    /// This instance's id among the instances serving one database (letters,
+    /// digits, `.`, `_`, `-`; e.g. the pod's name). Instances that share a
+    /// home each need their own; a lone instance keeps the id its home holds.
+    #[arg(long, env = "DEMIURGE_INSTANCE_ID")]
+    pub instance_id: Option<String>,
+    /// How long an instance may go without a heartbeat (renewed every third
+    /// of it) before a survivor declares it lost and fails its running turns.
+    #[arg(long, env = "DEMIURGE_INSTANCE_LEASE", default_value = "15s")]
+    pub instance_lease: String,
     /// Network of terminal commands: `on`, or `none` (no TCP; on a root server no network at all).
     #[arg(long, env = "DEMIURGE_TERMINAL_NETWORK", default_value = "on")]
     pub terminal_network: String,

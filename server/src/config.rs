@@ -392,6 +392,10 @@ pub struct Config {
     /// `--tenant-package-source`: the prefixes under which tenants may add
     /// package repositories (checked at start by `packages::sources`).
     pub tenant_package_sources: Vec<String>,
+    /// `--instance-id`: this instance's id (`None`: the one its home keeps).
+    pub instance_id: Option<String>,
+    /// `--instance-lease`: silence after which survivors declare an instance lost.
+    pub instance_lease: Duration,
     /// `--member-max-risk`: the approval policy of tenants that set none.
     pub default_tenant_policy: crate::policy::approval_authority::TenantPolicy,
     pub protection: ProtectionConfig,
@@ -580,6 +584,25 @@ impl Config {
             .map(|r| r.trim().to_owned())
             .filter(|r| !r.is_empty())
             .collect();
+        let instance_id = match serve.instance_id.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(id) => {
+                if id.len() > 64
+                    || !id
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+                {
+                    return Err(ConfigError(format!(
+                        "--instance-id {id:?}: 1 to 64 letters, digits, `.`, `_` or `-`"
+                    )));
+                }
+                Some(id.to_owned())
+            }
+        };
+        let instance_lease = parse_duration("--instance-lease", &serve.instance_lease)?;
+        if instance_lease < Duration::from_secs(1) {
+            return Err(ConfigError("--instance-lease must be at least 1s".into()));
+        }
         let mut read_roots = Vec::new();
         for root in serve.read_root.iter().filter(|r| !r.as_os_str().is_empty()) {
             let canonical = root
@@ -650,6 +673,8 @@ impl Config {
             url_allow,
             package_repositories,
             tenant_package_sources,
+            instance_id,
+            instance_lease,
             bind,
             home,
             database,

@@ -57,6 +57,9 @@
 //!   bound session, an operator's audited tenant-wide search), the three modes,
 //!   full-text query words; its SQL (FTS5 / tsvector) is in `store`.
 //! - [`running`]: the registry of work running on this node (turns, tasks) and its shutdown.
+//! - [`instances`]: the instances serving one database: each one's id and
+//!   heartbeat, refusing a duplicate at start, and a survivor claiming one
+//!   that went silent.
 //! - [`audit`]: each tenant's audit log of who changed what, from where, as
 //!   a hash chain ([`audit_chain`] its arithmetic): reading it, verifying
 //!   it, pruning it behind checkpoints.
@@ -101,7 +104,7 @@
 //! 1. `ids`, `time`, `error`, `home`, `running`, `wire`, `policy`, `redact`, `audit_chain`: values, vocabulary and pure decisions
 //! 2. `cli`, `cli_reference`, `telemetry`, `config`: the command line and settings
 //! 3. `store`: the database, its rows and the history index's vocabulary
-//! 4. `events`, `history`, `auth`, `sealing`, `bootstrap`, `metrics`, `usage`, `audit`: the event log, history search, who may touch state and who did
+//! 4. `events`, `history`, `auth`, `sealing`, `bootstrap`, `metrics`, `usage`, `audit`, `instances`: the event log, history search, who may touch state and who did, the instances serving one database
 //! 5. `exec`, `net`, `paths`, `walls`: effects on processes, the network and files, and the walls around them
 //! 6. `mcp`, `catalog`, `core`, `packages`: what a core declares, the catalog built from it, and packages installed into it
 //! 7. `authored`, `slots`, `tools`, `tasks`: what runs for a turn: runners, tools, background work
@@ -131,6 +134,7 @@ pub mod exec;
 pub mod history;
 pub mod home;
 pub mod ids;
+pub mod instances;
 pub mod mcp;
 pub mod metrics;
 pub mod net;

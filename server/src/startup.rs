@@ -38,8 +38,26 @@ pub struct Application {
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         crate::bootstrap::private_dir(&config.home)?;
-        let node_id = crate::bootstrap::node_id(&config.home)?;
+        let node_id = match &config.instance_id {
+            Some(id) => id.clone(),
+            None => crate::bootstrap::node_id(&config.home)?,
+        };
         let store = Store::open(&config.database).await?;
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .with_context(|| format!("bind {}", config.bind))?;
+        // Before anything of a previous run is failed or reaped: a second
+        // live process with this id (or on this SQLite database) stops here.
+        let membership = Arc::new(
+            crate::instances::Membership::join(
+                store.clone(),
+                node_id.clone(),
+                listener.local_addr()?.to_string(),
+                config.instance_lease,
+                config.database.backend,
+            )
+            .await?,
+        );
         let key = load_or_create_signing_key(&config.home)?;
         let tokens = TokenService::new(&key, &config.auth).context("load token keys")?;
         let revocations = Revocations::new(tokens.max_ttl_secs());
@@ -257,9 +275,6 @@ impl Application {
                 "marked turns left running by a previous run as failed (lost)"
             );
         }
-        let listener = TcpListener::bind(config.bind)
-            .await
-            .with_context(|| format!("bind {}", config.bind))?;
         let shutdown = CancellationToken::new();
         let channels = crate::channels::Channels::new(crate::channels::ChannelDeps {
             store: store.clone(),
@@ -311,6 +326,7 @@ impl Application {
             budgets,
             tenant_events,
             cores,
+            membership,
             shutdown,
         });
         Ok(Self {
@@ -384,6 +400,27 @@ impl Application {
         );
         // Orphans of tenants' commands are reaped here, not left to init.
         crate::exec::reaper::start(app.shutdown.clone());
+        // Beat, and fail what a silent instance left running.
+        let (turns, approvals) = (app.turns.clone(), app.approvals.clone());
+        app.membership.clone().start(
+            Arc::new(move |row: crate::store::InstanceRow| {
+                let (turns, approvals) = (turns.clone(), approvals.clone());
+                Box::pin(async move {
+                    let before = crate::time::now_ms();
+                    match approvals.expire_of_node(&row.node_id, before).await {
+                        Ok(n) if n > 0 => tracing::warn!(count = n, node_id = %row.node_id, "denied approvals a lost instance left pending"),
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(error = %e, "could not expire a lost instance's approvals"),
+                    }
+                    match turns.fail_lost_of(&row.node_id, before).await {
+                        Ok(n) if n > 0 => tracing::warn!(count = n, node_id = %row.node_id, "failed turns a lost instance left running"),
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(error = %e, "could not fail a lost instance's turns"),
+                    }
+                })
+            }),
+            app.shutdown.clone(),
+        );
         let router = crate::api::router(app.clone());
         http::serve(
             self.listener,
@@ -396,6 +433,7 @@ impl Application {
             app.shutdown.clone(),
         )
         .await;
+        app.membership.drain().await;
         app.turns.shutdown(Duration::from_secs(10)).await;
         app.tasks.shutdown(Duration::from_secs(10)).await;
         // The usage of the turns that just ended is written before exit.
@@ -407,6 +445,7 @@ impl Application {
         if ended > 0 {
             tracing::info!(ended, "ended processes that had left their command's group");
         }
+        app.membership.leave().await;
         app.store.close().await;
         tracing::info!("stopped");
         Ok(())

@@ -491,13 +491,20 @@ impl TestApp {
     }
 
     /// A second instance on the same database and the same home (its
-    /// agents trees included), as instances sharing a volume run.
+    /// agents trees included), as instances sharing a volume run: each
+    /// with its own `--instance-id`.
     pub async fn spawn_peer_sharing_home(&self) -> TestApp {
+        let mut opts = self.opts.clone();
+        opts.args.push("--instance-id".into());
+        opts.args.push(format!(
+            "peer-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        ));
         start(
             self.backend,
             self.home.clone(),
             self.database_url.clone(),
-            self.opts.clone(),
+            opts,
         )
         .await
     }

@@ -17,6 +17,7 @@ mod effects;
 mod evolve;
 mod helpers;
 mod history;
+mod instances;
 mod isolation;
 mod mcp;
 mod mcp_serve;

@@ -1,6 +1,9 @@
 //! Durable records of running processes (`runtime/processes/<spawn_id>.json`),
 //! so a restarted server can find groups a crash left behind and end them.
 //! A record is written when the process starts and removed when its run ends.
+//! Instances sharing a home share the folder: a record names the server
+//! process that owns it, and one whose owner still runs belongs to another
+//! live instance, never to the restart reaping.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,6 +20,36 @@ struct Stored {
     start_marker: u64,
     /// Start markers only compare within one boot.
     boot_id: Option<String>,
+    /// The server process that started it (pid and start marker).
+    #[serde(default)]
+    server: Option<(i32, u64)>,
+    /// The host it runs on (a home may be shared across hosts).
+    #[serde(default)]
+    host: Option<String>,
+}
+
+fn this_host() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+}
+
+/// This server process: its pid and start marker.
+fn this_server() -> Option<(i32, u64)> {
+    let pid = i32::try_from(std::process::id()).ok()?;
+    Some((pid, super::kill::start_marker(pid)?))
+}
+
+/// Whether `server` is a server process other than this one, still running.
+fn owned_by_another_live_server(server: Option<(i32, u64)>) -> bool {
+    match server {
+        Some((pid, marker)) => {
+            this_server().is_none_or(|(me, _)| me != pid)
+                && super::kill::start_marker(pid) == Some(marker)
+        }
+        None => false,
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -50,6 +83,8 @@ impl ProcessRegistry {
             pgid: r.pgid,
             start_marker: r.start_marker,
             boot_id: boot_id(),
+            server: this_server(),
+            host: this_host(),
         };
         let result = crate::bootstrap::private_dir(&self.dir)
             .map_err(|e| e.to_string())
@@ -68,8 +103,9 @@ impl ProcessRegistry {
     }
 
     /// At start-up: end every recorded group of this boot that is still alive
-    /// (start marker re-checked), then forget all records. Returns how many
-    /// groups were signalled.
+    /// (start marker re-checked) and whose server is gone, then forget those
+    /// records; another live instance's stay. Returns how many groups were
+    /// signalled.
     pub fn reap_after_restart(&self, grace: Duration) -> usize {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return 0;
@@ -77,11 +113,20 @@ impl ProcessRegistry {
         let boot = boot_id();
         let mut records = Vec::new();
         let mut files = Vec::new();
+        let host = this_host();
         for e in entries.flatten() {
             let p = e.path();
             if let Ok(bytes) = std::fs::read(&p) {
                 if let Ok(s) = serde_json::from_slice::<Stored>(&bytes) {
-                    if s.boot_id.is_some() && s.boot_id == boot {
+                    let this_boot = s.boot_id.is_some() && s.boot_id == boot;
+                    // Another live instance's (on this host, or on another
+                    // host sharing the home): its own restart reaps it.
+                    if (this_boot && owned_by_another_live_server(s.server))
+                        || (!this_boot && s.host.is_some() && s.host != host)
+                    {
+                        continue;
+                    }
+                    if this_boot {
                         records.push(ProcessRecord {
                             spawn_id: s.spawn_id,
                             pid: s.pid,
@@ -156,5 +201,76 @@ mod tests {
             ..record
         });
         assert!(!runtime.join("x.json").exists());
+    }
+
+    /// Instances sharing a home: a restart reaps only groups whose server is
+    /// gone; a live instance's (here init, always alive) and another host's
+    /// records stay, a dead server's group ends.
+    #[test]
+    fn a_restart_reaps_only_what_no_live_server_owns() {
+        use std::os::unix::process::CommandExt;
+        let home = tempfile::tempdir().unwrap();
+        let registry = ProcessRegistry::new(home.path());
+        let spawn = || {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .process_group(0)
+                .spawn()
+                .unwrap()
+        };
+        let (mut kept, mut ended) = (spawn(), spawn());
+        let write = |id: &str,
+                     child: &std::process::Child,
+                     server: Option<(i32, u64)>,
+                     host: Option<String>| {
+            let pid = i32::try_from(child.id()).unwrap();
+            let stored = Stored {
+                spawn_id: id.into(),
+                pid,
+                pgid: pid,
+                start_marker: super::super::kill::start_marker(pid).unwrap(),
+                boot_id: boot_id(),
+                server,
+                host,
+            };
+            std::fs::create_dir_all(&registry.dir).unwrap();
+            std::fs::write(
+                registry.dir.join(format!("{id}.json")),
+                serde_json::to_vec(&stored).unwrap(),
+            )
+            .unwrap();
+        };
+        let init = super::super::kill::start_marker(1).map(|m| (1, m));
+        write("proc_live", &kept, init, this_host());
+        // A server pid that is gone (a marker no process has).
+        write("proc_dead", &ended, Some((i32::MAX - 1, 1)), this_host());
+        std::fs::write(
+            registry.dir.join("proc_elsewhere.json"),
+            serde_json::to_vec(&Stored {
+                spawn_id: "proc_elsewhere".into(),
+                pid: 1,
+                pgid: 1,
+                start_marker: 1,
+                boot_id: Some("another-boot".into()),
+                server: None,
+                host: Some("another-host".into()),
+            })
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(registry.reap_after_restart(Duration::from_millis(500)), 1);
+        assert!(ended.wait().is_ok());
+        assert!(
+            kept.try_wait().unwrap().is_none(),
+            "a live server's group was ended"
+        );
+        let mut left: Vec<String> = std::fs::read_dir(&registry.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["proc_elsewhere.json", "proc_live.json"]);
+        let _ = kept.kill();
+        let _ = kept.wait();
     }
 }

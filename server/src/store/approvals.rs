@@ -246,15 +246,17 @@ impl Store {
     pub async fn expire_pending_of_node(
         &self,
         node_id: &str,
+        created_before: i64,
     ) -> Result<(Vec<ApprovalRow>, u64), sqlx::Error> {
         let _gate = self.write_gate().await;
         let sql = format!(
             "UPDATE approvals SET state = 'expired', decided_at = $1 WHERE node_id = $2 AND state = 'pending' \
-             RETURNING {APPROVAL_COLUMNS}"
+             AND created_at <= $3 RETURNING {APPROVAL_COLUMNS}"
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(now_ms())
             .bind(node_id)
+            .bind(created_before)
             .fetch_all(self.pool())
             .await?;
         let approvals = rows
@@ -262,10 +264,12 @@ impl Store {
             .map(decode_approval)
             .collect::<Result<Vec<_>, _>>()?;
         let res = sqlx::query(
-            "UPDATE clarifications SET state = 'expired', answered_at = $1 WHERE node_id = $2 AND state = 'pending'",
+            "UPDATE clarifications SET state = 'expired', answered_at = $1 WHERE node_id = $2 AND state = 'pending' \
+             AND created_at <= $3",
         )
         .bind(now_ms())
         .bind(node_id)
+        .bind(created_before)
         .execute(self.pool())
         .await?;
         Ok((approvals, res.rows_affected()))

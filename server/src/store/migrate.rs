@@ -193,6 +193,12 @@ const MIGRATIONS: &[Embedded] = &[
         sqlite: include_str!("../../../migrations/sqlite/0077_tenant_package_repositories.sql"),
         postgres: include_str!("../../../migrations/postgres/0077_tenant_package_repositories.sql"),
     },
+    Embedded {
+        version: 78,
+        name: "instances",
+        sqlite: include_str!("../../../migrations/sqlite/0078_instances.sql"),
+        postgres: include_str!("../../../migrations/postgres/0078_instances.sql"),
+    },
 ];
 
 /// The usage file's migrations (SQLite only; see [`super::UsageDb`]). Its

@@ -11,6 +11,8 @@ pub(crate) mod audit;
 mod channels;
 mod events;
 mod history;
+mod instances;
+pub use instances::InstanceRow;
 mod lineage;
 mod slots;
 pub use lineage::{Delegation, Lineage, HARD_MAX_DEPTH};

@@ -137,14 +137,21 @@ impl Store {
     }
 
     /// Mark every turn this node left running as failed (`lost`); never replay.
-    pub async fn fail_lost_turns(&self, node_id: &str) -> Result<Vec<LostTurn>, sqlx::Error> {
+    /// `started_before` bounds it to turns the stopped run started (a
+    /// survivor's claim must not reach turns a restart of it began since).
+    pub async fn fail_lost_turns(
+        &self,
+        node_id: &str,
+        started_before: i64,
+    ) -> Result<Vec<LostTurn>, sqlx::Error> {
         let _gate = self.write_gate().await;
         let rows = sqlx::query(
             "UPDATE turns SET status = 'failed', reason = 'lost', error = 'the server stopped while the turn was running', \
-             finished_at = $1 WHERE node_id = $2 AND status = 'running' RETURNING id, session_id",
+             finished_at = $1 WHERE node_id = $2 AND status = 'running' AND created_at <= $3 RETURNING id, session_id",
         )
         .bind(now_ms())
         .bind(node_id)
+        .bind(started_before)
         .fetch_all(self.pool())
         .await?;
         rows.iter()

@@ -1299,10 +1299,18 @@ impl TurnService {
 
     /// Fail turns this node left running when it stopped (reason `lost`).
     pub async fn recover_lost(&self) -> anyhow::Result<usize> {
+        let node = self.inner.node_id.clone();
+        self.fail_lost_of(&node, i64::MAX).await
+    }
+
+    /// Fail the turns `node_id` started before `started_before` and left
+    /// running (reason `lost`): that instance stopped
+    /// ([`crate::instances`]); their sessions take new turns again.
+    pub async fn fail_lost_of(&self, node_id: &str, started_before: i64) -> anyhow::Result<usize> {
         let lost = self
             .inner
             .store
-            .fail_lost_turns(&self.inner.node_id)
+            .fail_lost_turns(node_id, started_before)
             .await?;
         for t in &lost {
             self.inner

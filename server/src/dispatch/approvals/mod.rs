@@ -520,7 +520,21 @@ impl Approvals {
 
     /// At start-up: pending records of this node can never be answered; deny them.
     pub async fn expire_after_restart(&self) -> anyhow::Result<usize> {
-        let (rows, _clarifications) = self.store.expire_pending_of_node(&self.node_id).await?;
+        self.expire_of_node(&self.node_id, i64::MAX).await
+    }
+
+    /// Deny the pending records `node_id` made before `created_before`:
+    /// that instance stopped, so nobody waits on them
+    /// ([`crate::instances`]).
+    pub async fn expire_of_node(
+        &self,
+        node_id: &str,
+        created_before: i64,
+    ) -> anyhow::Result<usize> {
+        let (rows, _clarifications) = self
+            .store
+            .expire_pending_of_node(node_id, created_before)
+            .await?;
         for r in &rows {
             self.events
                 .append(

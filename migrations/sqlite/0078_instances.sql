@@ -1,0 +1,14 @@
+-- The instances serving this database, one row per node id: each beats
+-- while it serves (`heartbeat_at`, every third of `--instance-lease`); a
+-- survivor that finds one silent for longer than the lease marks it `lost`
+-- and fails the turns it left running, so their sessions take new turns.
+-- `boot_id` tells a restart of the same instance from a second process
+-- claiming its id.
+CREATE TABLE instances (
+    node_id       TEXT PRIMARY KEY,
+    boot_id       TEXT NOT NULL,
+    address       TEXT NOT NULL,
+    state         TEXT NOT NULL,
+    started_at    BIGINT NOT NULL,
+    heartbeat_at  BIGINT NOT NULL
+);

@@ -1,0 +1,260 @@
+//! Several instances on one database act as one server: each has its own
+//! instance id and a heartbeat; a survivor declares a silent one lost and
+//! fails the turns it left, so their sessions go on; a second process with
+//! an instance's id, or a second instance on SQLite, is refused; instances
+//! starting together on an empty database migrate once.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+/// `--instance-lease 3s`: a dead instance is lost within 4 s of its last beat.
+fn short_lease() -> Opts {
+    Opts {
+        args: vec!["--instance-lease".into(), "3s".into()],
+        ..Opts::default()
+    }
+}
+
+fn process_with(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(marker)
+            })
+            .unwrap_or(false)
+    })
+}
+
+async fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    check()
+}
+
+/// A `serve` process on `home` (and `database_url`) that is expected to
+/// stop at start: its exit status and its log.
+fn refused_start(
+    home: &std::path::Path,
+    database_url: Option<&str>,
+    args: &[&str],
+) -> (bool, String) {
+    let log = home.join(format!("refused-{}.log", uuid::Uuid::new_v4().simple()));
+    let mut cmd = Command::new(BIN);
+    cmd.arg("serve")
+        .args(["--bind", "127.0.0.1:0", "--home"])
+        .arg(home)
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    if let Some(url) = database_url {
+        cmd.arg("--database-url").arg(url);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return (
+                st.success(),
+                std::fs::read_to_string(&log).unwrap_or_default(),
+            );
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return (true, std::fs::read_to_string(&log).unwrap_or_default());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test]
+async fn a_dead_instance_is_declared_lost_by_a_survivor_and_its_session_goes_on() {
+    if !backends().contains(&Backend::Postgres) {
+        return;
+    }
+    let mut a = spawn_with(Backend::Postgres, short_lease()).await;
+    let tok = a.token("default", "alice");
+    let sid = a.create_session(&tok).await;
+    let marker = format!("64.{}", std::process::id());
+    let script = json!([{"tool_calls": [{"name": "terminal",
+        "arguments": {"command": format!("sleep {marker}")}}]}, {"content": "done"}]);
+    let turn = a
+        .start_turn(&tok, &sid, json!({"input": "go", "script": script}))
+        .await;
+    assert!(
+        wait_for(Duration::from_secs(15), || process_with(&marker)).await,
+        "the command never started\n{}",
+        a.log()
+    );
+    // B starts on the same home while A's command runs: A's process is
+    // another live instance's, not an orphan for B to reap.
+    let b = a.spawn_peer_sharing_home().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(process_with(&marker), "B's start ended A's command");
+    // One turn per session holds across instances.
+    let (st, _) = b
+        .post(
+            &tok,
+            &format!("/v1/sessions/{sid}/turns"),
+            json!({"input": "second"}),
+        )
+        .await;
+    assert_eq!(st, 409);
+
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let killed = Instant::now();
+    let mut seen = Value::Null;
+    while killed.elapsed() < Duration::from_secs(15) {
+        let (_, t) = b
+            .get(&tok, &format!("/v1/sessions/{sid}/turns/{turn}"))
+            .await;
+        if t["status"] == "failed" {
+            seen = t;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let took = killed.elapsed();
+    assert_eq!(seen["status"], "failed", "{}", b.log());
+    assert_eq!(seen["reason"], "lost", "{seen}");
+    // The documented bound: lease + a third of it (3 s + 1 s), plus test slack.
+    assert!(took < Duration::from_secs(8), "lost after {took:?}");
+    let evs = b
+        .sse_until(&tok, &sid, "?after=0", None, |e| e["type"] == "turn.failed")
+        .await;
+    assert_eq!(evs.last().unwrap()["data"]["reason"], "lost");
+
+    // The session takes a new turn on the survivor.
+    let evs = run_script(&b, &tok, &sid, json!([{"content": "after"}]), "allow_once").await;
+    assert_eq!(evs.last().unwrap()["type"], "turn.completed", "{evs:?}");
+
+    // A comes back on its home: its orphaned command is ended, nothing else.
+    let a = a.restart_after_crash().await;
+    assert!(
+        wait_for(Duration::from_secs(10), || !process_with(&marker)).await,
+        "A's orphaned command survived its restart"
+    );
+    let evs = run_script(&a, &tok, &sid, json!([{"content": "back"}]), "allow_once").await;
+    assert_eq!(evs.last().unwrap()["type"], "turn.completed", "{evs:?}");
+}
+
+#[tokio::test]
+async fn a_second_process_with_an_instances_id_is_refused() {
+    if !backends().contains(&Backend::Postgres) {
+        return;
+    }
+    let a = spawn_with(Backend::Postgres, short_lease()).await;
+    // The same home without an --instance-id of its own: the same id.
+    let (ok, log) = refused_start(
+        &a.home,
+        a.database_url.as_deref(),
+        &["--instance-lease", "3s"],
+    );
+    assert!(!ok, "a second process took a live instance's id\n{log}");
+    assert!(log.contains("--instance-id"), "{log}");
+    // A is untouched.
+    let tok = a.token("default", "alice");
+    let sid = a.create_session(&tok).await;
+    let evs = run_script(&a, &tok, &sid, json!([{"content": "fine"}]), "allow_once").await;
+    assert_eq!(evs.last().unwrap()["type"], "turn.completed");
+}
+
+#[tokio::test]
+async fn one_sqlite_home_serves_one_instance() {
+    let a = spawn_app(Backend::Sqlite).await;
+    let (ok, log) = refused_start(&a.home, None, &["--instance-id", "second"]);
+    assert!(!ok, "a second instance shared a SQLite database\n{log}");
+    assert!(log.contains("SQLite"), "{log}");
+    let tok = a.token("default", "alice");
+    a.create_session(&tok).await;
+}
+
+#[tokio::test]
+async fn a_clean_stop_leaves_nothing_to_wait_out_and_a_restart_keeps_its_id() {
+    for backend in backends() {
+        let mut a = spawn_with(backend, short_lease()).await;
+        a.signal("TERM");
+        assert!(
+            a.wait_exit(Duration::from_secs(20)).is_some(),
+            "{}",
+            a.log()
+        );
+        // Stopped cleanly: the next start of the same instance does not wait.
+        let t0 = Instant::now();
+        let a = a.restart_after_crash().await;
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        let tok = a.token("default", "alice");
+        a.create_session(&tok).await;
+    }
+}
+
+#[tokio::test]
+async fn instances_starting_together_on_an_empty_database_migrate_once() {
+    if !backends().contains(&Backend::Postgres) {
+        return;
+    }
+    let db = PgDatabase::create().await;
+    let homes = [traversable_tempdir(), traversable_tempdir()];
+    let mut children = Vec::new();
+    for (i, home) in homes.iter().enumerate() {
+        let log = home.path().join("server.log");
+        let child = Command::new(BIN)
+            .arg("serve")
+            .args(["--bind", "127.0.0.1:0", "--home"])
+            .arg(home.path().join("home"))
+            .args([
+                "--instance-id",
+                &format!("starter-{i}"),
+                "--database-url",
+                &db.url,
+            ])
+            .env_remove("DATABASE_URL")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        children.push((child, log));
+    }
+    let mut addrs = Vec::new();
+    for (child, log) in &mut children {
+        let (addr, _) = wait_listening(child, log);
+        addrs.push(addr);
+    }
+    use sqlx::{Connection, Row};
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    let rows = sqlx::query("SELECT version, success FROM _sqlx_migrations ORDER BY version")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    let versions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    let mut unique = versions.clone();
+    unique.dedup();
+    assert_eq!(versions, unique);
+    assert!(rows.iter().all(|r| r.get::<bool, _>(1)));
+    assert!(versions.contains(&78), "{versions:?}");
+    let instances = sqlx::query("SELECT node_id FROM instances ORDER BY node_id")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    let ids: Vec<String> = instances.iter().map(|r| r.get(0)).collect();
+    assert_eq!(ids, ["starter-0", "starter-1"]);
+    conn.close().await.ok();
+    for (child, _) in &mut children {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let _ = addrs;
+}
