@@ -24,7 +24,7 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Backend;
-use crate::store::{InstanceRow, Store};
+use crate::store::{Holder, InstanceRow, Store};
 use crate::time::now_ms;
 
 /// This process's place among the instances.
@@ -34,6 +34,7 @@ pub struct Membership {
     /// New for every process: tells a restart from a duplicate.
     boot_id: String,
     address: String,
+    holder: Holder,
     lease: Duration,
 }
 
@@ -46,24 +47,29 @@ fn alive(row: &InstanceRow, now: i64, lease: Duration) -> bool {
 }
 
 impl Membership {
-    /// Join the instances of `store` as `node_id`, listening on `address`.
-    /// A previous run of this instance that died is waited out (at most
-    /// half a lease: a live one beats every third); a live process holding
-    /// the id, or another live instance on SQLite, is refused.
+    /// Join the instances of `store` as `node_id`, listening on `address`,
+    /// as process `holder`. A previous run of this instance that died is
+    /// seen gone at once on the same host (`running` answers for a holder
+    /// there) and waited out elsewhere (at most half a lease: a live one
+    /// beats every third); a live process holding the id, or another live
+    /// instance on SQLite, is refused.
     pub async fn join(
         store: Store,
         node_id: String,
         address: String,
+        holder: Holder,
+        running: impl Fn(&Holder) -> bool,
         lease: Duration,
         backend: Backend,
     ) -> anyhow::Result<Membership> {
         let rows = store.instances().await?;
         let now = now_ms();
         if backend == Backend::Sqlite {
-            if let Some(other) = rows
-                .iter()
-                .find(|r| r.node_id != node_id && alive(r, now, lease))
-            {
+            if let Some(other) = rows.iter().find(|r| {
+                r.node_id != node_id
+                    && alive(r, now, lease)
+                    && (r.holder.host != holder.host || running(&r.holder))
+            }) {
                 bail!(
                     "another instance ({}, listening on {}) serves this SQLite database; \
                      run one instance per SQLite home, or several on PostgreSQL",
@@ -72,10 +78,19 @@ impl Membership {
                 );
             }
         }
-        if let Some(previous) = rows
-            .iter()
-            .find(|r| r.node_id == node_id && alive(r, now, lease))
-        {
+        if let Some(previous) = rows.iter().find(|r| {
+            r.node_id == node_id
+                && alive(r, now, lease)
+                && (r.holder.host != holder.host || running(&r.holder))
+        }) {
+            if previous.holder.host == holder.host {
+                bail!(
+                    "instance id {node_id} is in use by process {} on this host (listening on {}); \
+                     give each instance sharing a home its own --instance-id",
+                    previous.holder.pid,
+                    previous.address
+                );
+            }
             let watch = lease / 3 + lease / 6 + Duration::from_millis(500);
             tracing::info!(
                 node_id,
@@ -97,13 +112,14 @@ impl Membership {
         }
         let boot_id = uuid::Uuid::new_v4().to_string();
         store
-            .register_instance(&node_id, &boot_id, &address, now_ms())
+            .register_instance(&node_id, &boot_id, &address, &holder, now_ms())
             .await?;
         Ok(Membership {
             store,
             node_id,
             boot_id,
             address,
+            holder,
             lease,
         })
     }
@@ -154,7 +170,13 @@ impl Membership {
                 );
                 if let Err(e) = self
                     .store
-                    .register_instance(&self.node_id, &self.boot_id, &self.address, now)
+                    .register_instance(
+                        &self.node_id,
+                        &self.boot_id,
+                        &self.address,
+                        &self.holder,
+                        now,
+                    )
                     .await
                 {
                     tracing::warn!(error = %e, "could not register again");

@@ -53,6 +53,13 @@ impl Application {
                 store.clone(),
                 node_id.clone(),
                 listener.local_addr()?.to_string(),
+                this_process(),
+                |h| {
+                    i32::try_from(h.pid).is_ok_and(|pid| {
+                        crate::exec::kill::start_marker(pid)
+                            .is_some_and(|m| i64::try_from(m).is_ok_and(|m| m == h.marker))
+                    })
+                },
                 config.instance_lease,
                 config.database.backend,
             )
@@ -486,6 +493,23 @@ async fn seed_storage_quota(
         "storage quota counted"
     );
     Ok(quota)
+}
+
+/// This server process as the instances table records it.
+fn this_process() -> crate::store::Holder {
+    let pid = std::process::id();
+    let marker = i32::try_from(pid)
+        .ok()
+        .and_then(crate::exec::kill::start_marker)
+        .and_then(|m| i64::try_from(m).ok())
+        .unwrap_or(0);
+    crate::store::Holder {
+        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .unwrap_or_default(),
+        pid: i64::from(pid),
+        marker,
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT.

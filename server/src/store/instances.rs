@@ -5,19 +5,30 @@ use sqlx::Row;
 
 use super::Store;
 
+/// The process holding an instance id: its host, pid and start marker.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Holder {
+    pub host: String,
+    pub pid: i64,
+    pub marker: i64,
+}
+
 /// One instance as the database last heard of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstanceRow {
     pub node_id: String,
     pub boot_id: String,
     pub address: String,
+    /// The process behind it.
+    pub holder: Holder,
     /// `serving`, `draining`, `stopped` or `lost`.
     pub state: String,
     pub started_at: i64,
     pub heartbeat_at: i64,
 }
 
-const COLUMNS: &str = "node_id, boot_id, address, state, started_at, heartbeat_at";
+const COLUMNS: &str =
+    "node_id, boot_id, address, state, started_at, heartbeat_at, host, pid, pid_marker";
 
 fn row(r: &sqlx::any::AnyRow) -> Result<InstanceRow, sqlx::Error> {
     Ok(InstanceRow {
@@ -27,6 +38,11 @@ fn row(r: &sqlx::any::AnyRow) -> Result<InstanceRow, sqlx::Error> {
         state: r.try_get(3)?,
         started_at: r.try_get(4)?,
         heartbeat_at: r.try_get(5)?,
+        holder: Holder {
+            host: r.try_get(6)?,
+            pid: r.try_get(7)?,
+            marker: r.try_get(8)?,
+        },
     })
 }
 
@@ -47,19 +63,23 @@ impl Store {
         node_id: &str,
         boot_id: &str,
         address: &str,
+        holder: &Holder,
         now: i64,
     ) -> Result<(), sqlx::Error> {
         let _gate = self.write_gate().await;
         sqlx::query(
-            "INSERT INTO instances (node_id, boot_id, address, state, started_at, heartbeat_at) \
-             VALUES ($1, $2, $3, 'serving', $4, $4) \
+            "INSERT INTO instances (node_id, boot_id, address, state, started_at, heartbeat_at, host, pid, pid_marker) \
+             VALUES ($1, $2, $3, 'serving', $4, $4, $5, $6, $7) \
              ON CONFLICT (node_id) DO UPDATE SET boot_id = $2, address = $3, state = 'serving', \
-             started_at = $4, heartbeat_at = $4",
+             started_at = $4, heartbeat_at = $4, host = $5, pid = $6, pid_marker = $7",
         )
         .bind(node_id)
         .bind(boot_id)
         .bind(address)
         .bind(now)
+        .bind(&holder.host)
+        .bind(holder.pid)
+        .bind(holder.marker)
         .execute(self.pool())
         .await?;
         Ok(())

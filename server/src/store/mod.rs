@@ -12,7 +12,7 @@ mod channels;
 mod events;
 mod history;
 mod instances;
-pub use instances::InstanceRow;
+pub use instances::{Holder, InstanceRow};
 mod lineage;
 mod slots;
 pub use lineage::{Delegation, Lineage, HARD_MAX_DEPTH};
