@@ -98,7 +98,7 @@ async fn run(url: &str, label: &str) {
         tokio::spawn(tasks.signals().clone().listen(url.to_owned()));
     }
     let stop = tokio_util::sync::CancellationToken::new();
-    tasks.start_pool(stop.clone());
+    tasks.start_pool(stop.clone(), stop.clone());
 
     // Throughput: queue everything, then wait for the last end.
     let done = Arc::new(AtomicUsize::new(0));

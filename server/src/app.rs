@@ -57,8 +57,13 @@ pub struct App {
     pub credentials: crate::sealing::Credentials,
     /// Chat channel accounts, webhooks and the outbox.
     pub channels: Channels,
-    /// Fired once on SIGTERM/SIGINT: streams close, turns cancel.
+    /// Fired once on SIGTERM/SIGINT: the instance drains. `/readyz` says
+    /// so, it takes no new connections or work, streams close with a
+    /// reconnect hint; running turns and tasks go on for `--shutdown-grace`.
     pub shutdown: CancellationToken,
+    /// Fired when the drain is over: what running work relied on (the
+    /// heartbeat, task leases, cancels from other instances) stops.
+    pub stopped: CancellationToken,
 }
 
 pub type SharedApp = Arc<App>;

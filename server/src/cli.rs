@@ -492,6 +492,10 @@ pub struct ServeArgs {
     /// of it) before a survivor declares it lost and fails its running turns.
     #[arg(long, env = "DEMIURGE_INSTANCE_LEASE", default_value = "15s")]
     pub instance_lease: String,
+    /// On SIGTERM, how long running turns and tasks may go on to finish
+    /// before they are cancelled (the instance takes no new work meanwhile).
+    #[arg(long, env = "DEMIURGE_SHUTDOWN_GRACE", default_value = "30s")]
+    pub shutdown_grace: String,
     /// Network of terminal commands: `on`, or `none` (no TCP; on a root server no network at all).
     #[arg(long, env = "DEMIURGE_TERMINAL_NETWORK", default_value = "on")]
     pub terminal_network: String,

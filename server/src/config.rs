@@ -396,6 +396,8 @@ pub struct Config {
     pub instance_id: Option<String>,
     /// `--instance-lease`: silence after which survivors declare an instance lost.
     pub instance_lease: Duration,
+    /// `--shutdown-grace`: how long running work may finish after SIGTERM.
+    pub shutdown_grace: Duration,
     /// `--member-max-risk`: the approval policy of tenants that set none.
     pub default_tenant_policy: crate::policy::approval_authority::TenantPolicy,
     pub protection: ProtectionConfig,
@@ -603,6 +605,7 @@ impl Config {
         if instance_lease < Duration::from_secs(1) {
             return Err(ConfigError("--instance-lease must be at least 1s".into()));
         }
+        let shutdown_grace = parse_duration("--shutdown-grace", &serve.shutdown_grace)?;
         let mut read_roots = Vec::new();
         for root in serve.read_root.iter().filter(|r| !r.as_os_str().is_empty()) {
             let canonical = root
@@ -675,6 +678,7 @@ impl Config {
             tenant_package_sources,
             instance_id,
             instance_lease,
+            shutdown_grace,
             bind,
             home,
             database,

@@ -148,6 +148,25 @@ where
         let _ = tokio::time::timeout(grace, self.tracker.wait()).await;
     }
 
+    /// Let everything running finish for up to `grace`; then cancel what is
+    /// left (`before` first, as in [`shutdown`](Self::shutdown)) and wait up
+    /// to `settle` for it to end. True when all finished on their own.
+    pub async fn drain(&self, before: impl Fn(&M), grace: Duration, settle: Duration) -> bool {
+        self.tracker.close();
+        if tokio::time::timeout(grace, self.tracker.wait())
+            .await
+            .is_ok()
+        {
+            return true;
+        }
+        for e in self.entries().values() {
+            before(&e.meta);
+            e.token.cancel();
+        }
+        let _ = tokio::time::timeout(settle, self.tracker.wait()).await;
+        false
+    }
+
     pub fn contains(&self, key: &K) -> bool {
         self.entries().contains_key(key)
     }

@@ -335,6 +335,7 @@ impl Application {
             cores,
             membership,
             shutdown,
+            stopped: CancellationToken::new(),
         });
         Ok(Self {
             listener,
@@ -351,8 +352,11 @@ impl Application {
         &self.app
     }
 
-    /// Serve until `shutdown` fires; then stop accepting, close streams,
-    /// cancel running turns and close the pool.
+    /// Serve until `shutdown` fires; then drain: `/readyz` unready, no new
+    /// connections or work (writes on open connections get 503), streams
+    /// closed with a reconnect hint, running turns and tasks given
+    /// `--shutdown-grace` to finish before they are cancelled, tasks that
+    /// never started handed back; then stop and close the pool.
     pub async fn run(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
@@ -378,18 +382,19 @@ impl Application {
         tokio::spawn(crate::auth::revocation::follow(
             app.revocations.clone(),
             app.store.clone(),
-            app.shutdown.clone(),
+            app.stopped.clone(),
         ));
         // Replies a previous run left undelivered, deliveries it left unhandled.
         app.channels
             .start()
             .await
             .context("start chat channel delivery")?;
-        app.tasks.start_pool(app.shutdown.clone());
-        app.dispatcher.start_mcp_sweeper(app.shutdown.clone());
+        app.tasks
+            .start_pool(app.shutdown.clone(), app.stopped.clone());
+        app.dispatcher.start_mcp_sweeper(app.stopped.clone());
         app.tasks.schedules().set_cores(app.cores.clone());
         app.tasks.schedules().start(app.shutdown.clone());
-        app.turns.follow_cancels(app.shutdown.clone());
+        app.turns.follow_cancels(app.stopped.clone());
         app.tenant_events.start_upkeep(app.shutdown.clone());
         crate::audit::start_upkeep(
             app.store.clone(),
@@ -406,7 +411,7 @@ impl Application {
             app.shutdown.clone(),
         );
         // Orphans of tenants' commands are reaped here, not left to init.
-        crate::exec::reaper::start(app.shutdown.clone());
+        crate::exec::reaper::start(app.stopped.clone());
         // Beat, and fail what a silent instance left running.
         let (turns, approvals) = (app.turns.clone(), app.approvals.clone());
         app.membership.clone().start(
@@ -426,8 +431,24 @@ impl Application {
                     }
                 })
             }),
-            app.shutdown.clone(),
+            app.stopped.clone(),
         );
+        // The drain of running work starts with the shutdown signal, beside
+        // the HTTP drain (a request may wait on a turn's approval).
+        let work = {
+            let app = app.clone();
+            tokio::spawn(async move {
+                app.shutdown.cancelled().await;
+                app.membership.drain().await;
+                let grace = app.config.shutdown_grace;
+                let (turns, tasks) = tokio::join!(app.turns.drain(grace), app.tasks.drain(grace));
+                tracing::info!(
+                    turns_finished = turns,
+                    tasks_finished = tasks,
+                    "running work drained"
+                );
+            })
+        };
         let router = crate::api::router(app.clone());
         http::serve(
             self.listener,
@@ -440,9 +461,8 @@ impl Application {
             app.shutdown.clone(),
         )
         .await;
-        app.membership.drain().await;
-        app.turns.shutdown(Duration::from_secs(10)).await;
-        app.tasks.shutdown(Duration::from_secs(10)).await;
+        let _ = work.await;
+        app.stopped.cancel();
         // The usage of the turns that just ended is written before exit.
         app.meter.flush().await;
         // Whatever escaped its command's group (setsid) ends with the server.

@@ -258,3 +258,179 @@ async fn instances_starting_together_on_an_empty_database_migrate_once() {
     }
     let _ = addrs;
 }
+
+/// One Server-Sent Events frame as sent.
+#[derive(Debug, Default)]
+struct Frame {
+    event: Option<String>,
+    id: Option<i64>,
+    retry: Option<u64>,
+    data: String,
+}
+
+/// Reads raw SSE frames from a response until the stream ends (or 30 s),
+/// calling `seen` on each; stops early when `seen` says so.
+async fn read_frames(resp: reqwest::Response, mut seen: impl FnMut(&Frame) -> bool) -> Vec<Frame> {
+    use futures_util::StreamExt;
+    let mut body = resp.bytes_stream();
+    let mut buf = String::new();
+    let mut frames = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let chunk = match tokio::time::timeout(left, body.next()).await {
+            Ok(Some(Ok(c))) => c,
+            _ => return frames,
+        };
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let raw: String = buf.drain(..end + 2).collect();
+            let mut f = Frame::default();
+            for line in raw.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    f.event = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("id:") {
+                    f.id = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix("retry:") {
+                    f.retry = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    f.data.push_str(v.trim_start());
+                }
+            }
+            if f.data.is_empty() && f.event.is_none() {
+                continue; // a keep-alive comment
+            }
+            let stop = seen(&f);
+            frames.push(f);
+            if stop {
+                return frames;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn sigterm_drains_the_turn_and_its_stream_resumes_on_another_instance() {
+    if !backends().contains(&Backend::Postgres) {
+        return;
+    }
+    let mut opts = short_lease();
+    opts.args.extend(["--shutdown-grace".into(), "20s".into()]);
+    let mut a = spawn_with(Backend::Postgres, opts).await;
+    let b = a.spawn_peer_sharing_home().await;
+    let tok = a.token("default", "alice");
+    let sid = a.create_session(&tok).await;
+    let marker = format!("65.{}", std::process::id());
+    let script = json!([{"tool_calls": [{"name": "terminal",
+        "arguments": {"command": format!("sleep 2 && echo {marker}")}}]}, {"content": "finished"}]);
+    let turn = a
+        .start_turn(&tok, &sid, json!({"input": "go", "script": script}))
+        .await;
+    let stream = a
+        .client
+        .get(a.url(&format!("/v1/sessions/{sid}/events?after=0")))
+        .bearer_auth(&tok)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    // Once the command runs, A is told to stop.
+    let mut signalled = false;
+    let mut ready_after_term = None;
+    let frames = read_frames(stream, |f| {
+        if !signalled && f.data.contains("\"tool.call\"") {
+            signalled = true;
+            a.signal("TERM");
+        }
+        f.event.as_deref() == Some("reconnect")
+    })
+    .await;
+    if signalled {
+        // Unready at once (or no longer accepting at all).
+        let r = a.client.get(a.url("/readyz")).send().await;
+        ready_after_term = Some(r.map(|r| r.status().as_u16()).unwrap_or(503));
+    }
+    assert!(signalled, "the command never started: {frames:?}");
+    assert_eq!(ready_after_term, Some(503));
+    let last = frames.last().unwrap();
+    assert_eq!(last.event.as_deref(), Some("reconnect"), "{frames:?}");
+    assert_eq!(last.retry, Some(500));
+    let hint: Value = serde_json::from_str(&last.data).unwrap();
+    let after = hint["after"].as_i64().unwrap();
+    let seen: Vec<i64> = frames.iter().filter_map(|f| f.id).collect();
+    assert_eq!(seen.last().copied(), Some(after), "{frames:?}");
+
+    // The client resumes on B where it left off: the turn finishes (A
+    // let it, within the grace) and not one event is missing or repeated.
+    let rest = b
+        .sse_until(&tok, &sid, &format!("?after={after}"), None, is_terminal)
+        .await;
+    let mut all = seen.clone();
+    all.extend(rest.iter().map(|e| e["seq"].as_i64().unwrap()));
+    let expected: Vec<i64> = (1..=*all.last().unwrap()).collect();
+    assert_eq!(all, expected, "a gap or a repeat across the handover");
+    let done = rest.last().unwrap();
+    assert_eq!(done["type"], "turn.completed", "{rest:?}\n{}", a.log());
+    assert_eq!(done["data"]["output"], "finished");
+    let st = a
+        .wait_exit(Duration::from_secs(30))
+        .expect("A did not stop");
+    assert!(st.success(), "{}", a.log());
+    let (_, t) = b
+        .get(&tok, &format!("/v1/sessions/{sid}/turns/{turn}"))
+        .await;
+    assert_eq!(t["status"], "completed", "{t}");
+}
+
+#[tokio::test]
+async fn work_longer_than_the_grace_is_cancelled_and_websockets_are_told_to_reconnect() {
+    for backend in backends() {
+        let mut opts = Opts::default();
+        opts.args.extend(["--shutdown-grace".into(), "1s".into()]);
+        let mut a = spawn_with(backend, opts).await;
+        let tok = a.token("default", "alice");
+        let sid = a.create_session(&tok).await;
+        let marker = format!(
+            "66.{}{}",
+            std::process::id(),
+            u8::from(backend == Backend::Postgres)
+        );
+        let script = json!([{"tool_calls": [{"name": "terminal",
+            "arguments": {"command": format!("sleep {marker}")}}]}, {"content": "never"}]);
+        let turn = a
+            .start_turn(&tok, &sid, json!({"input": "go", "script": script}))
+            .await;
+        assert!(wait_for(Duration::from_secs(15), || process_with(&marker)).await);
+        let mut ws = crate::streams::ws_connect(&a, &sid, "?after=0", Some(&tok)).await;
+        crate::streams::ws_read_until(&mut ws, |e| e["type"] == "tool.call").await;
+        let t0 = Instant::now();
+        a.signal("TERM");
+        // The socket is closed as a restart, naming where to resume.
+        use futures_util::StreamExt;
+        let close = loop {
+            match tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
+                Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Close(c)))) => break c,
+                Ok(Some(Ok(_))) => continue,
+                other => panic!("no close frame: {other:?}"),
+            }
+        };
+        let close = close.expect("a close frame with a code");
+        assert_eq!(u16::from(close.code), 1012, "{close:?}");
+        assert!(close.reason.contains("after="), "{close:?}");
+        let st = a
+            .wait_exit(Duration::from_secs(30))
+            .expect("A did not stop");
+        assert!(st.success(), "{}", a.log());
+        assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+        assert!(
+            wait_for(Duration::from_secs(5), || !process_with(&marker)).await,
+            "the command outlived the drain"
+        );
+        let a = a.restart_after_crash().await;
+        let (_, t) = a
+            .get(&tok, &format!("/v1/sessions/{sid}/turns/{turn}"))
+            .await;
+        assert_eq!(t["status"], "cancelled", "{t}");
+        assert_eq!(t["reason"], "shutdown", "{t}");
+    }
+}

@@ -274,10 +274,12 @@ async fn a_turn_left_running_by_a_crash_is_marked_lost_not_replayed() {
 }
 
 #[tokio::test]
-async fn sigterm_cancels_running_turns_and_exits_cleanly() {
+async fn sigterm_cancels_turns_still_running_after_the_grace_and_exits_cleanly() {
     let standin = StandIn::start().await;
     standin.push(200, text_reply("slow"), Duration::from_secs(60));
-    let mut app = spawn_with(Backend::Sqlite, standin.opts("sk-test")).await;
+    let mut opts = standin.opts("sk-test");
+    opts.args.extend(["--shutdown-grace".into(), "1s".into()]);
+    let mut app = spawn_with(Backend::Sqlite, opts).await;
     let tok = app.token("default", "alice");
     let sid = app.create_session(&tok).await;
     let tid = app.start_turn(&tok, &sid, json!({"input": "long"})).await;

@@ -70,8 +70,15 @@ struct SseState {
     /// Re-checked every second: a revoked token or disabled principal ends the stream.
     token: String,
     recheck: tokio::time::Interval,
+    /// The last seq sent: where a client resumes after a shutdown.
+    last: i64,
+    /// The reconnect frame went out: end.
+    ended: bool,
     _guard: StreamGuard,
 }
+
+/// How soon a client told to reconnect should (`retry:`).
+const RECONNECT_AFTER: Duration = Duration::from_millis(500);
 
 /// A session's events as Server-Sent Events.
 #[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "events",
@@ -79,7 +86,9 @@ struct SseState {
         ("Last-Event-ID" = Option<String>, Header, nullable = false, pattern = "^-?[0-9]{1,18}$", description = "Resume after this seq (wins over `after`)")),
     responses((status = 200, content_type = "text/event-stream", body = SseEvent,
             description = "Server-Sent Events: each `data:` is one `Event` as JSON and `id:` its seq; \
-                a comment every 15 s keeps the connection alive; the stream ends when the server shuts down."),
+                a comment every 15 s keeps the connection alive. When the instance shuts down it sends one \
+                `event: reconnect` frame (`retry:` 500 ms, data `{\"reason\":\"shutdown\",\"after\":<seq>}`) and ends: \
+                reconnect, to any instance, with `Last-Event-ID` (or `after`) and nothing is missed."),
         (status = 400, description = "A malformed session id, `after` or `Last-Event-ID`", body = ErrorBody),
         (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -109,8 +118,13 @@ pub async fn session_events(
         app: app.clone(),
         token,
         recheck,
+        last: after,
+        ended: false,
     };
     let stream = stream::unfold(state, |mut st| async move {
+        if st.ended {
+            return None;
+        }
         let next = loop {
             tokio::select! {
                 n = st.sub.next() => break n,
@@ -119,11 +133,20 @@ pub async fn session_events(
                         return None;
                     }
                 },
-                _ = st.app.shutdown.cancelled() => return None,
+                _ = st.app.shutdown.cancelled() => {
+                    // The instance is going: say where to resume, then end.
+                    st.ended = true;
+                    let item = SseFrame::default()
+                        .event("reconnect")
+                        .retry(RECONNECT_AFTER)
+                        .data(serde_json::json!({"reason": "shutdown", "after": st.last}).to_string());
+                    return Some((Ok(item), st));
+                }
             }
         };
         match next {
             Ok(Some(ev)) => {
+                st.last = ev.seq;
                 let item = SseFrame::default()
                     .id(ev.seq.to_string())
                     .data(ev.json.as_str());

@@ -28,6 +28,8 @@ pub const CLOSE_BAD_AUTH: u16 = 4001;
 pub const CLOSE_NOT_FOUND: u16 = 4004;
 pub const CLOSE_LAGGED: u16 = 4008;
 pub const CLOSE_GOING_AWAY: u16 = 1001;
+/// The server is restarting: reconnect (to any instance) and resume.
+pub const CLOSE_SERVICE_RESTART: u16 = 1012;
 
 const AUTH_FRAME_TIMEOUT: Duration = Duration::from_secs(10);
 const PING_EVERY: Duration = Duration::from_secs(20);
@@ -164,6 +166,8 @@ async fn serve_socket(
     recheck.tick().await;
     let token = token.unwrap_or_default();
     let mut awaiting_pong = false;
+    // The seq to resume after, named in the close frame when the server stops.
+    let mut last = after;
     loop {
         tokio::select! {
             _ = recheck.tick() => {
@@ -176,6 +180,7 @@ async fn serve_socket(
                     if socket.send(Message::Text(ev.json.clone())).await.is_err() {
                         return;
                     }
+                    last = ev.seq;
                 }
                 Ok(None) => return close(&mut socket, CLOSE_GOING_AWAY, "stream ended").await,
                 Err(SubscriptionError::Lagged(l)) => {
@@ -212,7 +217,10 @@ async fn serve_socket(
                     return;
                 }
             }
-            _ = app.shutdown.cancelled() => return close(&mut socket, CLOSE_GOING_AWAY, "server shutting down").await,
+            _ = app.shutdown.cancelled() => {
+                let reason = format!("server restarting; reconnect with after={last}");
+                return close(&mut socket, CLOSE_SERVICE_RESTART, &reason).await;
+            }
         }
     }
 }

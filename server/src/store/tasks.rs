@@ -187,6 +187,35 @@ impl Store {
         Ok(res.rows_affected())
     }
 
+    /// Mark this node's queued tasks `lost`: it is stopping and their work
+    /// lived in its memory.
+    pub async fn abandon_queued_tasks(&self, node_id: &str) -> Result<Vec<TakenOver>, sqlx::Error> {
+        let now = now_ms();
+        let _gate = self.write_gate().await;
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE tasks SET status = 'lost', completed_at = $1, \
+             result = '{{\"reason\":\"shutdown\"}}', {COMPLETION_ON_END} \
+             WHERE node_id = $2 AND status = 'queued' \
+             RETURNING id, session_id, kind, summary, node_id, process"
+        )))
+        .bind(now)
+        .bind(node_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(TakenOver {
+                    id: r.try_get(0)?,
+                    session_id: id(r, "session_id")?,
+                    kind: r.try_get(2)?,
+                    summary: r.try_get(3)?,
+                    node_id: r.try_get(4)?,
+                    process: r.try_get(5)?,
+                })
+            })
+            .collect()
+    }
+
     /// Mark every queued or running task whose lease expired `lost`.
     pub async fn take_over_expired_tasks(&self) -> Result<Vec<TakenOver>, sqlx::Error> {
         let now = now_ms();

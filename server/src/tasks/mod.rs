@@ -597,9 +597,12 @@ impl Tasks {
 
     /// Run the worker pool, the lease/maintenance loop and the cancel
     /// listener until `stop`.
-    pub fn start_pool(&self, stop: CancellationToken) {
+    /// Start the worker pool: it claims queued tasks until `intake` fires
+    /// (the instance drains); leases, cancel requests and signals are kept
+    /// until `stop`.
+    pub fn start_pool(&self, intake: CancellationToken, stop: CancellationToken) {
         let this = self.clone();
-        let until = stop.clone();
+        let until = intake;
         tokio::spawn(async move {
             loop {
                 this.fill().await;
@@ -1076,6 +1079,35 @@ impl Tasks {
     /// Tasks running on this instance.
     pub fn running_count(&self) -> usize {
         self.inner.running.len()
+    }
+
+    /// Let running tasks finish for up to `grace`, then cancel the rest
+    /// and wait for them to settle; the tasks queued on this instance that
+    /// never started are handed back as `lost` (their work lived here), so
+    /// no survivor waits out their lease.
+    pub async fn drain(&self, grace: Duration) -> bool {
+        let finished = self
+            .inner
+            .running
+            .drain(|_| {}, grace, Duration::from_secs(10))
+            .await;
+        self.queued().clear();
+        match self
+            .inner
+            .store
+            .abandon_queued_tasks(&self.inner.node_id)
+            .await
+        {
+            Ok(left) => {
+                for t in &left {
+                    self.updated(t.session_id, &t.id, &t.kind, TaskStatus::Lost, &t.summary)
+                        .await;
+                    self.inner.signals.send(Signal::Ended(t.id.clone())).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not hand back queued tasks"),
+        }
+        finished
     }
 
     /// Cancel every running task and wait for them to settle.

@@ -1328,6 +1328,22 @@ impl TurnService {
         Ok(lost.len())
     }
 
+    /// Let running turns finish for up to `grace`, then cancel the rest
+    /// (reason `shutdown`) and wait for them to settle. True when all
+    /// finished on their own.
+    pub async fn drain(&self, grace: Duration) -> bool {
+        self.inner
+            .running
+            .drain(
+                |reason| {
+                    let _ = reason.set("shutdown");
+                },
+                grace,
+                Duration::from_secs(10),
+            )
+            .await
+    }
+
     /// Cancel every running turn (reason `shutdown`) and wait for them to settle.
     pub async fn shutdown(&self, grace: Duration) {
         self.inner
