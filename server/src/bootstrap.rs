@@ -60,13 +60,31 @@ pub fn private_dir(path: &Path) -> anyhow::Result<()> {
 /// it so a restarted node fails only the turns it left running.
 pub fn node_id(home: &Path) -> anyhow::Result<String> {
     let path = crate::home::HomeLayout::new(home).node_id_file();
-    match fs::read_to_string(&path) {
-        Ok(s) if !s.trim().is_empty() => Ok(s.trim().to_owned()),
-        _ => {
-            let id = uuid::Uuid::new_v4().to_string();
-            fs::write(&path, &id).with_context(|| format!("write {}", path.display()))?;
-            Ok(id)
+    if let Ok(s) = fs::read_to_string(&path) {
+        if !s.trim().is_empty() {
+            return Ok(s.trim().to_owned());
         }
+    }
+    // Written whole, then linked into place: of processes racing on a
+    // fresh home, one id wins and every one of them reads it.
+    let id = uuid::Uuid::new_v4().to_string();
+    let staging = path.with_extension(format!("{}.partial", uuid::Uuid::new_v4().simple()));
+    fs::write(&staging, &id).with_context(|| format!("write {}", staging.display()))?;
+    let linked = fs::hard_link(&staging, &path);
+    let _ = fs::remove_file(&staging);
+    match linked {
+        Ok(()) => Ok(id),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let s =
+                fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+            if s.trim().is_empty() {
+                // An empty file an older build left: this process's id.
+                fs::write(&path, &id).with_context(|| format!("write {}", path.display()))?;
+                return Ok(id);
+            }
+            Ok(s.trim().to_owned())
+        }
+        Err(e) => Err(e).with_context(|| format!("write {}", path.display())),
     }
 }
 

@@ -434,3 +434,142 @@ async fn work_longer_than_the_grace_is_cancelled_and_websockets_are_told_to_reco
         assert_eq!(t["reason"], "shutdown", "{t}");
     }
 }
+
+fn write(dir: &std::path::Path, rel: &str, body: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, body).unwrap();
+}
+
+/// Two instances on one home and one database serve one session between
+/// them: an authored tool called on B for a session made on A, an approval
+/// A asks for decided on B, and 500 turns started on either, every event
+/// once and in order whichever instance streams it.
+#[tokio::test]
+async fn two_instances_on_one_home_serve_one_session_between_them() {
+    if !backends().contains(&Backend::Postgres) {
+        return;
+    }
+    // The test's own polling would otherwise meet the principal's rate limit.
+    let opts = Opts::default()
+        .env("DEMIURGE_RATE_LIMIT_PRINCIPAL", "100000")
+        .env("DEMIURGE_RATE_LIMIT_IP", "100000")
+        .env("DEMIURGE_RATE_LIMIT_BURST", "100000");
+    let a = spawn_with(Backend::Postgres, opts).await;
+    let core = a.home.join("tenants/default/agents/shared");
+    write(
+        &core,
+        "agent.yaml",
+        "schema_version: 1\nagent:\n  id: shared\nslots:\n  tools: agent/tools\ntools:\n  toolsets: [coding]\n",
+    );
+    write(
+        &core,
+        "agent/tools/stamp/tool.yaml",
+        "description: Stamps.\nentrypoint: module:execute\nrisk: low\napproval_policy: auto\ninput_schema: {type: object}\n",
+    );
+    write(
+        &core,
+        "agent/tools/stamp/module.py",
+        "def execute(ctx, args):\n    return {'content': 'stamped ' + ctx.turn.session_id}\n",
+    );
+    let b = a.spawn_peer_sharing_home().await;
+    let tok = a.token("default", "alice");
+    let (st, s) = a
+        .post(&tok, "/v1/sessions", json!({"core": "shared"}))
+        .await;
+    assert_eq!(st, 201, "{s}");
+    let sid = s["id"].as_str().unwrap().to_owned();
+
+    // The authored tool, on B.
+    let (st, r) = b
+        .post(
+            &tok,
+            &format!("/v1/sessions/{sid}/tool-calls"),
+            json!({"tool": "stamp", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(st, 202, "{r}");
+    let t = b
+        .wait_turn(&tok, &sid, r["turn_id"].as_str().unwrap())
+        .await;
+    assert_eq!(t["output"], format!("stamped {sid}"), "{t}\n{}", b.log());
+
+    // An approval A asks for, decided on B (in a session of the default core).
+    let sid = a.create_session(&tok).await;
+    let script = json!([{"tool_calls": [{"name": "write_file",
+        "arguments": {"path": "decided-on-b.txt", "content": "yes"}}]}, {"content": "written"}]);
+    let tid = a
+        .start_turn(&tok, &sid, json!({"input": "go", "script": script}))
+        .await;
+    let evs = b
+        .sse_until(&tok, &sid, "?after=0", None, |e| {
+            e["type"] == "approval.requested"
+        })
+        .await;
+    let id = evs.last().unwrap()["data"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (st, d) = b
+        .post(
+            &tok,
+            &format!("/v1/approvals/{id}"),
+            json!({"decision": "allow_once"}),
+        )
+        .await;
+    assert_eq!(st, 200, "{d}");
+    let t = a.wait_turn(&tok, &sid, &tid).await;
+    assert_eq!(t["status"], "completed", "{t}");
+    assert!(a
+        .home
+        .join("tenants/default/workspaces/alice/default/decided-on-b.txt")
+        .is_file());
+
+    // 500 turns over four sessions, each turn on A or B in turn.
+    let sessions: Vec<String> = {
+        let mut v = Vec::new();
+        for _ in 0..4 {
+            v.push(a.create_session(&tok).await);
+        }
+        v
+    };
+    let runs = sessions.iter().enumerate().map(|(k, sid)| {
+        let (a, b, tok) = (&a, &b, &tok);
+        async move {
+            for i in 0..125 {
+                let on = if (i + k) % 2 == 0 { a } else { b };
+                let tid = on
+                    .start_turn(tok, sid, json!({"input": format!("turn {i}")}))
+                    .await;
+                let t = on.wait_turn(tok, sid, &tid).await;
+                assert_eq!(t["status"], "completed", "{t}");
+            }
+        }
+    });
+    futures_util::future::join_all(runs).await;
+    for (k, sid) in sessions.iter().enumerate() {
+        let reader = if k % 2 == 0 { &b } else { &a };
+        let (_, s) = reader.get(&tok, &format!("/v1/sessions/{sid}")).await;
+        let last = s["last_seq"].as_i64().unwrap();
+        let evs = reader
+            .sse_until(&tok, sid, "?after=0", None, |e| {
+                e["seq"].as_i64() == Some(last)
+            })
+            .await;
+        let seqs: Vec<i64> = evs.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+        assert_eq!(seqs, (1..=last).collect::<Vec<_>>(), "session {k}");
+        let count = |ty: &str| evs.iter().filter(|e| e["type"] == ty).count();
+        assert_eq!(count("turn.started"), 125, "session {k}");
+        assert_eq!(count("turn.completed"), 125, "session {k}");
+        let inputs: Vec<String> = evs
+            .iter()
+            .filter(|e| e["type"] == "turn.started")
+            .map(|e| e["data"]["input"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            inputs,
+            (0..125).map(|i| format!("turn {i}")).collect::<Vec<_>>(),
+            "session {k}"
+        );
+    }
+}
