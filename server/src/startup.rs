@@ -37,7 +37,7 @@ pub struct Application {
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        crate::bootstrap::private_dir(&config.home)?;
+        crate::bootstrap::private_home(&config.home)?;
         let node_id = match &config.instance_id {
             Some(id) => id.clone(),
             None => crate::bootstrap::node_id(&config.home)?,

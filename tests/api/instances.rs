@@ -573,3 +573,52 @@ async fn two_instances_on_one_home_serve_one_session_between_them() {
         );
     }
 }
+
+/// Core changes made at once on two instances sharing a home take turns
+/// (a lock file in the agents tree): every one lands as its own version.
+#[tokio::test]
+async fn core_changes_on_two_instances_sharing_a_home_take_turns() {
+    if !backends().contains(&Backend::Postgres) {
+        return;
+    }
+    let a = spawn_with(Backend::Postgres, Opts::default()).await;
+    let b = a.spawn_peer_sharing_home().await;
+    let op = a.token_with("default", "olga", "operator", "1h");
+    let (st, before) = a.get(&op, "/v1/cores/assistant/versions").await;
+    assert_eq!(st, 200, "{before}\n{}\n{}", a.log(), b.log());
+    let before = before["versions"].as_array().unwrap().len();
+    let writes = (0..12).map(|i| {
+        let on = if i % 2 == 0 { &a } else { &b };
+        let op = op.clone();
+        async move {
+            let r = on
+                .client
+                .put(on.url(&format!("/v1/cores/assistant/files/agent/notes/n{i}.md")))
+                .bearer_auth(&op)
+                .header("content-type", "text/plain")
+                .body(format!("note {i}"))
+                .send()
+                .await
+                .unwrap();
+            let st = r.status().as_u16();
+            (st, r.text().await.unwrap_or_default())
+        }
+    });
+    for (st, body) in futures_util::future::join_all(writes).await {
+        assert_eq!(st, 200, "{body}");
+    }
+    let (_, after) = b.get(&op, "/v1/cores/assistant/versions").await;
+    assert_eq!(
+        after["versions"].as_array().unwrap().len(),
+        before + 12,
+        "{after}"
+    );
+    for i in 0..12 {
+        assert!(a
+            .home
+            .join(format!(
+                "tenants/default/agents/assistant/agent/notes/n{i}.md"
+            ))
+            .is_file());
+    }
+}

@@ -176,6 +176,13 @@ pub enum Authority {
     Approved,
 }
 
+/// A tenant's writer turn: this process's lock, then the agents tree's
+/// lock file, which instances sharing a home take the same way (`flock`).
+pub(super) struct WriterTurn {
+    _local: tokio::sync::OwnedMutexGuard<()>,
+    _file: std::fs::File,
+}
+
 impl CoreRepository {
     pub(super) fn writer_lock(&self, tenant: &TenantId) -> Arc<tokio::sync::Mutex<()>> {
         self.writers
@@ -184,6 +191,33 @@ impl CoreRepository {
             .entry(tenant.clone())
             .or_default()
             .clone()
+    }
+
+    /// Wait for this tenant's writer turn (see [`WriterTurn`]); writers of
+    /// one tenant change its agents tree one at a time on every instance.
+    pub(super) async fn writer_turn(
+        &self,
+        tenant: &TenantId,
+        agents: &Path,
+    ) -> Result<WriterTurn, CoreEditError> {
+        let local = self.writer_lock(tenant).lock_owned().await;
+        let path = agents.join(".git").join("demiurge-writer.lock");
+        let file = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)?;
+            file.lock()?;
+            Ok(file)
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("writer lock: {e}"))?
+        .map_err(|e| anyhow::anyhow!("writer lock: {e}"))?;
+        Ok(WriterTurn {
+            _local: local,
+            _file: file,
+        })
     }
 
     /// Seeds the tenant's tree on first use (blocking; never on the turn path).
@@ -363,8 +397,7 @@ impl CoreRepository {
         }
         let tenant = scope.tenant().clone();
         let agents = self.ready_tree(&tenant).await?;
-        let lock = self.writer_lock(&tenant);
-        let _held = lock.lock().await;
+        let _held = self.writer_turn(&tenant, &agents).await?;
         let git = self.git_runner(&tenant, &agents)?;
         let owner = self
             .walls

@@ -81,8 +81,7 @@ impl CoreRepository {
         let tenant = scope.tenant().clone();
         let agents = self.ready_tree(&tenant).await?;
         super::edit::core_folder(&agents, core)?;
-        let lock = self.writer_lock(&tenant);
-        let _held = lock.lock().await;
+        let _held = self.writer_turn(&tenant, &agents).await?;
         let git = self.git_runner(&tenant, &agents)?;
         let author = Author {
             name: scope.principal().to_string(),

@@ -602,8 +602,7 @@ impl super::repository::CoreRepository {
         f: impl FnOnce(&GitRunner, &Path) -> Result<T, CoreEditError> + Send + 'static,
     ) -> Result<T, CoreEditError> {
         let agents = self.ready_tree(tenant).await?;
-        let lock = self.writer_lock(tenant);
-        let _held = lock.lock().await;
+        let _held = self.writer_turn(tenant, &agents).await?;
         let git = self.git_runner(tenant, &agents)?;
         tokio::task::spawn_blocking(move || f(&git, &agents))
             .await
