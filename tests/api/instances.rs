@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::helpers::*;
+use crate::runtime::process_with;
 
 /// `--instance-lease 3s`: a dead instance is lost within 4 s of its last beat.
 fn short_lease() -> Opts {
@@ -17,18 +18,6 @@ fn short_lease() -> Opts {
         args: vec!["--instance-lease".into(), "3s".into()],
         ..Opts::default()
     }
-}
-
-fn process_with(marker: &str) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-        std::fs::read(e.path().join("cmdline"))
-            .map(|c| {
-                String::from_utf8_lossy(&c)
-                    .replace('\0', " ")
-                    .contains(marker)
-            })
-            .unwrap_or(false)
-    })
 }
 
 async fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool {

@@ -44,7 +44,7 @@ async fn turn_inputs(app: &TestApp, tok: &str, sid: &str) -> Vec<String> {
 const COMPLETION: &str = "[SYSTEM: Background task event]";
 
 /// Whether any process's command line contains `marker`.
-fn process_with(marker: &str) -> bool {
+pub(crate) fn process_with(marker: &str) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
         std::fs::read(e.path().join("cmdline"))
             .map(|c| {

@@ -195,25 +195,13 @@ impl Store {
         let rows = sqlx::query(AssertSqlSafe(format!(
             "UPDATE tasks SET status = 'lost', completed_at = $1, \
              result = '{{\"reason\":\"shutdown\"}}', {COMPLETION_ON_END} \
-             WHERE node_id = $2 AND status = 'queued' \
-             RETURNING id, session_id, kind, summary, node_id, process"
+             WHERE node_id = $2 AND status = 'queued' RETURNING {TAKEN_OVER}"
         )))
         .bind(now)
         .bind(node_id)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(TakenOver {
-                    id: r.try_get(0)?,
-                    session_id: id(r, "session_id")?,
-                    kind: r.try_get(2)?,
-                    summary: r.try_get(3)?,
-                    node_id: r.try_get(4)?,
-                    process: r.try_get(5)?,
-                })
-            })
-            .collect()
+        rows.iter().map(taken_over).collect()
     }
 
     /// Mark every queued or running task whose lease expired `lost`.
@@ -224,23 +212,12 @@ impl Store {
             "UPDATE tasks SET status = 'lost', completed_at = $1, \
              result = '{{\"reason\":\"lost\"}}', {COMPLETION_ON_END} \
              WHERE status IN ('queued', 'running') AND lease_until IS NOT NULL AND lease_until < $1 \
-             RETURNING id, session_id, kind, summary, node_id, process"
+             RETURNING {TAKEN_OVER}"
         )))
         .bind(now)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(TakenOver {
-                    id: r.try_get(0)?,
-                    session_id: id(r, "session_id")?,
-                    kind: r.try_get(2)?,
-                    summary: r.try_get(3)?,
-                    node_id: r.try_get(4)?,
-                    process: r.try_get(5)?,
-                })
-            })
-            .collect()
+        rows.iter().map(taken_over).collect()
     }
 
     /// Settle a task that is in one of `from`; false if it was not (it had
@@ -560,4 +537,18 @@ fn status_list(statuses: &[TaskStatus]) -> String {
         .map(|s| format!("'{}'", s.as_str()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The columns a settled-as-lost task is returned with ([`taken_over`]).
+const TAKEN_OVER: &str = "id, session_id, kind, summary, node_id, process";
+
+fn taken_over(r: &sqlx::any::AnyRow) -> Result<TakenOver, sqlx::Error> {
+    Ok(TakenOver {
+        id: r.try_get(0)?,
+        session_id: id(r, "session_id")?,
+        kind: r.try_get(2)?,
+        summary: r.try_get(3)?,
+        node_id: r.try_get(4)?,
+        process: r.try_get(5)?,
+    })
 }
