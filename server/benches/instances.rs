@@ -242,7 +242,13 @@ fn main() {
     {
         let (srv, _) = start(Some(&url), &[]);
         let tok = token(&srv, Some(&url), "bench");
-        rt.block_on(throughput(&srv, &tok, std::slice::from_ref(&srv.addr), 64, 11));
+        rt.block_on(throughput(
+            &srv,
+            &tok,
+            std::slice::from_ref(&srv.addr),
+            64,
+            11,
+        ));
         let b = peer(&srv, &url);
         rt.block_on(throughput(
             &srv,

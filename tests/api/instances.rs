@@ -611,3 +611,71 @@ async fn core_changes_on_two_instances_sharing_a_home_take_turns() {
             .is_file());
     }
 }
+
+/// A chat conversation begun through instance A goes on through B: a
+/// signed webhook delivered to B runs its turn in the session A made, and
+/// each reply reaches the platform once.
+#[tokio::test]
+async fn a_channel_conversation_begun_on_one_instance_goes_on_through_the_other() {
+    use crate::channels::{create_account, operator, Platform};
+    if !backends().contains(&Backend::Postgres) {
+        return;
+    }
+    let hook = Platform::start().await;
+    let a = spawn_with(
+        Backend::Postgres,
+        Opts {
+            args: vec!["--url-allow".into(), "127.0.0.1/32".into()],
+            ..Opts::default()
+        },
+    )
+    .await;
+    let b = a.spawn_peer_sharing_home().await;
+    let op = operator(&a);
+    let secret = "whsec-instances";
+    let acct = create_account(
+        &a,
+        &op,
+        json!({"platform": "webhook", "name": "crm",
+            "credentials": {"secret": secret, "callback_url": format!("{}/hook", hook.base_url)},
+            "allowed_users": ["u1"]}),
+    )
+    .await;
+    let path = acct["webhook_path"].as_str().unwrap().to_owned();
+    let send = |on: &TestApp, id: &str, text: &str| {
+        let body = serde_json::to_vec(
+            &json!({"user": "u1", "conversation": "c1", "text": text, "id": id}),
+        )
+        .unwrap();
+        let sig = demiurge_channels::verify::webhook_signature(secret, &body).unwrap();
+        let path = path.clone();
+        let on_url = on.url("");
+        let client = on.client.clone();
+        async move {
+            let r = client
+                .post(format!("{on_url}{path}"))
+                .header("x-demiurge-signature", sig)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            r.status().as_u16()
+        }
+    };
+    assert_eq!(send(&a, "m1", "first").await, 202);
+    hook.wait(1, "the first reply", |r| r.body["text"] == "[fake] first")
+        .await;
+    assert_eq!(send(&b, "m2", "second").await, 202);
+    hook.wait(1, "the second reply", |r| r.body["text"] == "[fake] second")
+        .await;
+    // Each reply reached the platform once, whichever instance ran it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for text in ["[fake] first", "[fake] second"] {
+        let n = hook
+            .requests()
+            .iter()
+            .filter(|r| r.body["text"] == text)
+            .count();
+        assert_eq!(n, 1, "{text} sent {n} times");
+    }
+}
