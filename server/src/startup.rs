@@ -283,6 +283,9 @@ impl Application {
             );
         }
         let shutdown = CancellationToken::new();
+        let stopped = CancellationToken::new();
+        // Chat relays and the outbox carry the replies of turns that finish
+        // during a drain: they stop when the drain is over.
         let channels = crate::channels::Channels::new(crate::channels::ChannelDeps {
             store: store.clone(),
             events: events.clone(),
@@ -293,7 +296,7 @@ impl Application {
             home: config.home.clone(),
             sealer: sealer.clone(),
             outbound: walls.outbound.clone(),
-            shutdown: shutdown.clone(),
+            shutdown: stopped.clone(),
         })
         .context("set up chat channels")?;
         crate::packages::sources::check_prefixes(&config.tenant_package_sources)
@@ -335,7 +338,7 @@ impl Application {
             cores,
             membership,
             shutdown,
-            stopped: CancellationToken::new(),
+            stopped,
         });
         Ok(Self {
             listener,
@@ -462,6 +465,7 @@ impl Application {
         )
         .await;
         let _ = work.await;
+        app.channels.settle(Duration::from_secs(5)).await;
         app.stopped.cancel();
         // The usage of the turns that just ended is written before exit.
         app.meter.flush().await;

@@ -679,3 +679,67 @@ async fn a_channel_conversation_begun_on_one_instance_goes_on_through_the_other(
         assert_eq!(n, 1, "{text} sent {n} times");
     }
 }
+
+/// A chat turn still running when the instance is told to stop finishes
+/// within the grace, and its reply still reaches the platform.
+#[tokio::test]
+async fn a_chat_reply_of_a_turn_that_finishes_during_the_drain_is_delivered() {
+    use crate::channels::{create_account, operator, Platform};
+    let hook = Platform::start().await;
+    let mut a = spawn_with(
+        Backend::Sqlite,
+        Opts {
+            args: vec![
+                "--url-allow".into(),
+                "127.0.0.1/32".into(),
+                "--shutdown-grace".into(),
+                "20s".into(),
+            ],
+            ..Opts::default()
+        },
+    )
+    .await;
+    let op = operator(&a);
+    let secret = "whsec-drain";
+    let acct = create_account(
+        &a,
+        &op,
+        json!({"platform": "webhook", "name": "crm",
+            "credentials": {"secret": secret, "callback_url": format!("{}/hook", hook.base_url)},
+            "allowed_users": ["u1"]}),
+    )
+    .await;
+    let path = acct["webhook_path"].as_str().unwrap().to_owned();
+    let marker = format!("67.{}", std::process::id());
+    let text = crate::channels::script(json!([
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": format!("sleep 2 && echo {marker}")}}]},
+        {"content": "late reply"}
+    ]));
+    let body =
+        serde_json::to_vec(&json!({"user": "u1", "conversation": "c1", "text": text, "id": "m1"}))
+            .unwrap();
+    let sig = demiurge_channels::verify::webhook_signature(secret, &body).unwrap();
+    let r = a
+        .client
+        .post(a.url(&path))
+        .header("x-demiurge-signature", sig)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 202);
+    assert!(
+        wait_for(Duration::from_secs(15), || process_with(&marker)).await,
+        "the turn's command never started\n{}",
+        a.log()
+    );
+    a.signal("TERM");
+    hook.wait(1, "the reply of the drained turn", |r| {
+        r.body["text"] == "late reply"
+    })
+    .await;
+    let st = a
+        .wait_exit(Duration::from_secs(30))
+        .expect("A did not stop");
+    assert!(st.success(), "{}", a.log());
+}

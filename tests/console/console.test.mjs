@@ -484,7 +484,11 @@ test("audit: filter the log by action, see the console's own changes, export JSO
   // The budget the Usage test set and removed, both from the console.
   await a.getByRole("textbox", { name: "Action" }).fill("budget.");
   await a.getByRole("button", { name: "Filter" }).click();
-  await a.getByRole("cell", { name: "budget.removed" }).waitFor();
+  // The newest unfiltered row is budget.removed too: wait for the filtered list itself.
+  await a.waitForFunction(() => {
+    const trs = [...document.querySelectorAll("#audit-list tr[data-seq]")];
+    return trs.length > 0 && trs.every((tr) => tr.cells[4].innerText.trim().startsWith("budget."));
+  });
   const shown = await rows.evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((c) => c.innerText.trim())));
   assert.deepEqual(shown.map((c) => c[4]), ["budget.removed", "budget.set"]);
   assert.ok(shown.every((c) => c[3] === "console" && c[2].startsWith("console-admin")), JSON.stringify(shown));

@@ -69,6 +69,7 @@ pub struct ChannelDeps {
     pub sealer: Sealer,
     /// The one outbound client (URL policy, `--url-allow`, pinned DNS).
     pub outbound: crate::net::Outbound,
+    /// Fired when the instance has drained: relays and the outbox stop.
     pub shutdown: CancellationToken,
 }
 
@@ -305,6 +306,16 @@ impl Channels {
                 shutdown: deps.shutdown,
             }),
         })
+    }
+
+    /// At the end of a drain: let the relays write the replies of turns that
+    /// just ended and the outbox send what is due, for up to `within`.
+    pub async fn settle(&self, within: std::time::Duration) {
+        let deadline = std::time::Instant::now() + within;
+        while self.inner.relays.busy() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        self.inner.outbox.flush(deadline).await;
     }
 
     pub fn metrics(&self) -> &ChannelMetrics {

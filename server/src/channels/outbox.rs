@@ -148,6 +148,17 @@ impl Outbox {
         });
     }
 
+    /// Send what is due now (passes until none is left or `deadline`);
+    /// rows waiting out a retry stay for the next instance's worker.
+    pub async fn flush(&self, deadline: std::time::Instant) {
+        while std::time::Instant::now() < deadline {
+            match self.pass().await {
+                Ok(true) => {}
+                Ok(false) | Err(_) => return,
+            }
+        }
+    }
+
     /// One pass over due rows; true when there may be more right away.
     async fn pass(&self) -> Result<bool, sqlx::Error> {
         let now = crate::time::now_ms();

@@ -78,6 +78,16 @@ impl Relays {
             .remove(session_id);
     }
 
+    /// Whether a relay is still following a session here.
+    pub fn busy(&self) -> bool {
+        !self
+            .inner
+            .active
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
     /// Make sure a relay follows this session.
     pub fn ensure(&self, session_id: &str) {
         if self.claim(session_id) {
