@@ -37,35 +37,7 @@ async fn throughput(db: Option<&str>, label: &str, sessions: usize, seconds: u64
         tasks.push(tokio::spawn(async move {
             let sid = create_session(&client, &srv, &tok).await;
             let mut sock = ws(&srv, &sid, &tok, 0).await;
-            let mut http = RawHttp::connect(&srv.addr).await;
-            let request = RawHttp::post(
-                &srv.addr,
-                &format!("/v1/sessions/{sid}/turns"),
-                &tok,
-                r#"{"input":"bench"}"#,
-            );
-            let mut lat = Vec::new();
-            let mut done = 0u64;
-            while Instant::now() < deadline {
-                let t0 = Instant::now();
-                assert_eq!(http.send(&request).await, 202);
-                loop {
-                    match sock.next().await {
-                        Some(Ok(Message::Text(t)))
-                            if t.as_str().contains("\"type\":\"turn.completed\"") =>
-                        {
-                            break
-                        }
-                        Some(Ok(_)) => {}
-                        other => panic!("stream ended: {other:?}"),
-                    }
-                }
-                if t0 >= warmup {
-                    lat.push(t0.elapsed());
-                    done += 1;
-                }
-            }
-            (done, lat)
+            drive_turns(&srv.addr, &mut sock, &sid, &tok, deadline, warmup).await
         }));
     }
     let mut total = 0;

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 mod common;
@@ -72,15 +71,6 @@ fn peer(srv: &Server, db: &str) -> Peer {
     Peer { child, addr }
 }
 
-async fn ws_at(addr: &str, sid: &str, tok: &str) -> Ws {
-    let mut req = format!("ws://{addr}/v1/sessions/{sid}/stream?after=0")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut()
-        .insert("authorization", format!("Bearer {tok}").parse().unwrap());
-    tokio_tungstenite::connect_async(req).await.unwrap().0
-}
-
 async fn throughput(srv: &Server, tok: &str, addrs: &[String], sessions: usize, seconds: u64) {
     let client = demiurge::net::client_builder()
         .pool_max_idle_per_host(256)
@@ -96,36 +86,8 @@ async fn throughput(srv: &Server, tok: &str, addrs: &[String], sessions: usize, 
         tasks.push(tokio::spawn(async move {
             let on = &addrs[k % addrs.len()];
             let read = &addrs[(k + 1) % addrs.len()];
-            let mut sock = ws_at(read, &sid, &tok).await;
-            let mut http = RawHttp::connect(on).await;
-            let request = RawHttp::post(
-                on,
-                &format!("/v1/sessions/{sid}/turns"),
-                &tok,
-                r#"{"input":"bench"}"#,
-            );
-            let mut lat = Vec::new();
-            let mut done = 0u64;
-            while Instant::now() < deadline {
-                let t0 = Instant::now();
-                assert_eq!(http.send(&request).await, 202);
-                loop {
-                    match sock.next().await {
-                        Some(Ok(Message::Text(t)))
-                            if t.as_str().contains("\"type\":\"turn.completed\"") =>
-                        {
-                            break
-                        }
-                        Some(Ok(_)) => {}
-                        other => panic!("stream ended: {other:?}"),
-                    }
-                }
-                if t0 >= warmup {
-                    lat.push(t0.elapsed());
-                    done += 1;
-                }
-            }
-            (done, lat)
+            let mut sock = ws_at(read, &sid, &tok, 0).await;
+            drive_turns(on, &mut sock, &sid, &tok, deadline, warmup).await
         }));
     }
     let mut total = 0;
@@ -154,7 +116,7 @@ async fn cross(srv: &Server, tok: &str, a: &str, b: &str, turns: usize) {
     for _ in 0..sessions {
         let sid = create_session(&client, srv, tok).await;
         for addr in [a, b] {
-            let mut sock = ws_at(addr, &sid, tok).await;
+            let mut sock = ws_at(addr, &sid, tok, 0).await;
             let expected = turns * 3;
             readers.push(tokio::spawn(async move {
                 let mut seen = HashMap::new();

@@ -521,18 +521,11 @@ async fn seed_storage_quota(
 
 /// This server process as the instances table records it.
 fn this_process() -> crate::store::Holder {
-    let pid = std::process::id();
-    let marker = i32::try_from(pid)
-        .ok()
-        .and_then(crate::exec::kill::start_marker)
-        .and_then(|m| i64::try_from(m).ok())
-        .unwrap_or(0);
+    let (pid, marker) = crate::exec::kill::this_process().unwrap_or((0, 0));
     crate::store::Holder {
-        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_owned())
-            .unwrap_or_default(),
+        host: crate::exec::kill::host_name().unwrap_or_default(),
         pid: i64::from(pid),
-        marker,
+        marker: i64::try_from(marker).unwrap_or(0),
     }
 }
 

@@ -617,7 +617,7 @@ async fn core_changes_on_two_instances_sharing_a_home_take_turns() {
 /// each reply reaches the platform once.
 #[tokio::test]
 async fn a_channel_conversation_begun_on_one_instance_goes_on_through_the_other() {
-    use crate::channels::{create_account, operator, Platform};
+    use crate::channels::Platform;
     if !backends().contains(&Backend::Postgres) {
         return;
     }
@@ -631,41 +631,15 @@ async fn a_channel_conversation_begun_on_one_instance_goes_on_through_the_other(
     )
     .await;
     let b = a.spawn_peer_sharing_home().await;
-    let op = operator(&a);
     let secret = "whsec-instances";
-    let acct = create_account(
-        &a,
-        &op,
-        json!({"platform": "webhook", "name": "crm",
-            "credentials": {"secret": secret, "callback_url": format!("{}/hook", hook.base_url)},
-            "allowed_users": ["u1"]}),
-    )
-    .await;
-    let path = acct["webhook_path"].as_str().unwrap().to_owned();
-    let send = |on: &TestApp, id: &str, text: &str| {
-        let body = serde_json::to_vec(
-            &json!({"user": "u1", "conversation": "c1", "text": text, "id": id}),
-        )
-        .unwrap();
-        let sig = demiurge_channels::verify::webhook_signature(secret, &body).unwrap();
-        let path = path.clone();
-        let on_url = on.url("");
-        let client = on.client.clone();
-        async move {
-            let r = client
-                .post(format!("{on_url}{path}"))
-                .header("x-demiurge-signature", sig)
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            r.status().as_u16()
-        }
-    };
-    assert_eq!(send(&a, "m1", "first").await, 202);
+    let path = webhook_account(&a, &hook, secret).await;
+    assert_eq!(webhook_message(&a, &path, secret, "m1", "first").await, 202);
     hook.wait(1, "the first reply", |r| r.body["text"] == "[fake] first")
         .await;
-    assert_eq!(send(&b, "m2", "second").await, 202);
+    assert_eq!(
+        webhook_message(&b, &path, secret, "m2", "second").await,
+        202
+    );
     hook.wait(1, "the second reply", |r| r.body["text"] == "[fake] second")
         .await;
     // Each reply reached the platform once, whichever instance ran it.
@@ -684,7 +658,7 @@ async fn a_channel_conversation_begun_on_one_instance_goes_on_through_the_other(
 /// within the grace, and its reply still reaches the platform.
 #[tokio::test]
 async fn a_chat_reply_of_a_turn_that_finishes_during_the_drain_is_delivered() {
-    use crate::channels::{create_account, operator, Platform};
+    use crate::channels::Platform;
     let hook = Platform::start().await;
     let mut a = spawn_with(
         Backend::Sqlite,
@@ -699,35 +673,14 @@ async fn a_chat_reply_of_a_turn_that_finishes_during_the_drain_is_delivered() {
         },
     )
     .await;
-    let op = operator(&a);
     let secret = "whsec-drain";
-    let acct = create_account(
-        &a,
-        &op,
-        json!({"platform": "webhook", "name": "crm",
-            "credentials": {"secret": secret, "callback_url": format!("{}/hook", hook.base_url)},
-            "allowed_users": ["u1"]}),
-    )
-    .await;
-    let path = acct["webhook_path"].as_str().unwrap().to_owned();
+    let path = webhook_account(&a, &hook, secret).await;
     let marker = format!("67.{}", std::process::id());
     let text = crate::channels::script(json!([
         {"tool_calls": [{"name": "terminal", "arguments": {"command": format!("sleep 2 && echo {marker}")}}]},
         {"content": "late reply"}
     ]));
-    let body =
-        serde_json::to_vec(&json!({"user": "u1", "conversation": "c1", "text": text, "id": "m1"}))
-            .unwrap();
-    let sig = demiurge_channels::verify::webhook_signature(secret, &body).unwrap();
-    let r = a
-        .client
-        .post(a.url(&path))
-        .header("x-demiurge-signature", sig)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 202);
+    assert_eq!(webhook_message(&a, &path, secret, "m1", &text).await, 202);
     assert!(
         wait_for(Duration::from_secs(15), || process_with(&marker)).await,
         "the turn's command never started\n{}",
@@ -742,4 +695,30 @@ async fn a_chat_reply_of_a_turn_that_finishes_during_the_drain_is_delivered() {
         .wait_exit(Duration::from_secs(30))
         .expect("A did not stop");
     assert!(st.success(), "{}", a.log());
+}
+
+/// A signed-webhook chat account on `app` whose replies go to `hook`;
+/// its webhook path.
+async fn webhook_account(app: &TestApp, hook: &crate::channels::Platform, secret: &str) -> String {
+    let op = crate::channels::operator(app);
+    let acct = crate::channels::create_account(
+        app,
+        &op,
+        json!({"platform": "webhook", "name": "crm",
+            "credentials": {"secret": secret, "callback_url": format!("{}/hook", hook.base_url)},
+            "allowed_users": ["u1"]}),
+    )
+    .await;
+    acct["webhook_path"].as_str().unwrap().to_owned()
+}
+
+/// A message of user `u1` in conversation `c1`, signed, posted to `on`.
+async fn webhook_message(on: &TestApp, path: &str, secret: &str, id: &str, text: &str) -> u16 {
+    let body =
+        serde_json::to_vec(&json!({"user": "u1", "conversation": "c1", "text": text, "id": id}))
+            .unwrap();
+    let sig = demiurge_channels::verify::webhook_signature(secret, &body).unwrap();
+    crate::channels::post_raw(on, path, &[("x-demiurge-signature", sig)], body)
+        .await
+        .0
 }

@@ -113,12 +113,62 @@ pub type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 pub async fn ws(s: &Server, sid: &str, tok: &str, after: i64) -> Ws {
-    let mut req = format!("ws://{}/v1/sessions/{sid}/stream?after={after}", s.addr)
+    ws_at(&s.addr, sid, tok, after).await
+}
+
+/// A session's WebSocket on the server at `addr`.
+pub async fn ws_at(addr: &str, sid: &str, tok: &str, after: i64) -> Ws {
+    let mut req = format!("ws://{addr}/v1/sessions/{sid}/stream?after={after}")
         .into_client_request()
         .unwrap();
     req.headers_mut()
         .insert("authorization", format!("Bearer {tok}").parse().unwrap());
     tokio_tungstenite::connect_async(req).await.unwrap().0
+}
+
+/// One session's load: start a turn on `on` (one keep-alive connection),
+/// wait for its `turn.completed` on `sock` (a WebSocket on any instance),
+/// again until `deadline`. Turns started after `warmup` are counted, with
+/// their latency from `POST` to `turn.completed` received.
+pub async fn drive_turns(
+    on: &str,
+    sock: &mut Ws,
+    sid: &str,
+    tok: &str,
+    deadline: Instant,
+    warmup: Instant,
+) -> (u64, Vec<Duration>) {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let mut http = RawHttp::connect(on).await;
+    let request = RawHttp::post(
+        on,
+        &format!("/v1/sessions/{sid}/turns"),
+        tok,
+        r#"{"input":"bench"}"#,
+    );
+    let mut lat = Vec::new();
+    let mut done = 0u64;
+    while Instant::now() < deadline {
+        let t0 = Instant::now();
+        assert_eq!(http.send(&request).await, 202);
+        loop {
+            match sock.next().await {
+                Some(Ok(Message::Text(t)))
+                    if t.as_str().contains("\"type\":\"turn.completed\"") =>
+                {
+                    break
+                }
+                Some(Ok(_)) => {}
+                other => panic!("stream ended: {other:?}"),
+            }
+        }
+        if t0 >= warmup {
+            lat.push(t0.elapsed());
+            done += 1;
+        }
+    }
+    (done, lat)
 }
 
 /// CPU seconds (user + system) a process has used.

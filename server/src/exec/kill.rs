@@ -48,6 +48,22 @@ pub fn start_marker(pid: i32) -> Option<u64> {
     read_stat(pid).map(|stat| stat.start)
 }
 
+/// This process: its pid and start marker.
+pub fn this_process() -> Option<(i32, u64)> {
+    let pid = i32::try_from(std::process::id()).ok()?;
+    Some((pid, start_marker(pid)?))
+}
+
+/// This host's name (`/proc/sys/kernel/hostname`): records shared by
+/// instances on several hosts (a shared home, the instances table) say
+/// which host they are about.
+pub fn host_name() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+}
+
 /// The current boot's id (`/proc/sys/kernel/random/boot_id`). Start markers
 /// are only comparable within one boot: store this next to persisted records
 /// and discard records from another boot before [`reap_orphans`].

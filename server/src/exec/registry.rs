@@ -28,24 +28,11 @@ struct Stored {
     host: Option<String>,
 }
 
-fn this_host() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-}
-
-/// This server process: its pid and start marker.
-fn this_server() -> Option<(i32, u64)> {
-    let pid = i32::try_from(std::process::id()).ok()?;
-    Some((pid, super::kill::start_marker(pid)?))
-}
-
 /// Whether `server` is a server process other than this one, still running.
 fn owned_by_another_live_server(server: Option<(i32, u64)>) -> bool {
     match server {
         Some((pid, marker)) => {
-            this_server().is_none_or(|(me, _)| me != pid)
+            super::kill::this_process().is_none_or(|(me, _)| me != pid)
                 && super::kill::start_marker(pid) == Some(marker)
         }
         None => false,
@@ -83,8 +70,8 @@ impl ProcessRegistry {
             pgid: r.pgid,
             start_marker: r.start_marker,
             boot_id: boot_id(),
-            server: this_server(),
-            host: this_host(),
+            server: super::kill::this_process(),
+            host: super::kill::host_name(),
         };
         let result = crate::bootstrap::private_dir(&self.dir)
             .map_err(|e| e.to_string())
@@ -113,7 +100,7 @@ impl ProcessRegistry {
         let boot = boot_id();
         let mut records = Vec::new();
         let mut files = Vec::new();
-        let host = this_host();
+        let host = super::kill::host_name();
         for e in entries.flatten() {
             let p = e.path();
             if let Ok(bytes) = std::fs::read(&p) {
@@ -241,9 +228,14 @@ mod tests {
             .unwrap();
         };
         let init = super::super::kill::start_marker(1).map(|m| (1, m));
-        write("proc_live", &kept, init, this_host());
+        write("proc_live", &kept, init, super::super::kill::host_name());
         // A server pid that is gone (a marker no process has).
-        write("proc_dead", &ended, Some((i32::MAX - 1, 1)), this_host());
+        write(
+            "proc_dead",
+            &ended,
+            Some((i32::MAX - 1, 1)),
+            super::super::kill::host_name(),
+        );
         std::fs::write(
             registry.dir.join("proc_elsewhere.json"),
             serde_json::to_vec(&Stored {

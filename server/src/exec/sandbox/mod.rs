@@ -259,10 +259,9 @@ impl Sandbox {
         }))
     }
 
-    /// Makes `dir` owned by `uid` (recursively the first time: files the
-    /// server wrote before become the child's) and lets the uid traverse the
-    /// folders above it up to the server home.
-    fn hand_over(&self, dir: &Path, uid: u32, gid: u32) -> io::Result<()> {
+    /// Runs `prepare` for `dir` once per server run (the folders a child
+    /// gets are prepared at its first start; later starts skip the syscalls).
+    fn once(&self, dir: &Path, prepare: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
         let key = dir.to_path_buf();
         if self
             .prepared
@@ -272,25 +271,24 @@ impl Sandbox {
         {
             return Ok(());
         }
-        let meta = std::fs::symlink_metadata(dir)?;
-        if meta.uid() != uid || meta.gid() != gid {
-            chown_tree(dir, uid, gid)?;
-        }
-        if let Ok(canonical) = dir.canonicalize() {
-            if let Ok(rel) = canonical.strip_prefix(&self.server_home) {
-                let mut current = self.server_home.clone();
-                allow_traverse(&current)?;
-                let parts: Vec<_> = rel.components().collect();
-                for part in parts.iter().take(parts.len().saturating_sub(1)) {
-                    current.push(part);
-                    allow_traverse(&current)?;
-                }
-            }
-        }
+        prepare()?;
         if let Ok(mut set) = self.prepared.lock() {
             set.insert(key);
         }
         Ok(())
+    }
+
+    /// Makes `dir` owned by `uid` (recursively the first time: files the
+    /// server wrote before become the child's) and lets the uid traverse the
+    /// folders above it up to the server home.
+    fn hand_over(&self, dir: &Path, uid: u32, gid: u32) -> io::Result<()> {
+        self.once(dir, || {
+            let meta = std::fs::symlink_metadata(dir)?;
+            if meta.uid() != uid || meta.gid() != gid {
+                chown_tree(dir, uid, gid)?;
+            }
+            self.allow_traverse_to(dir)
+        })
     }
 
     /// A state folder the tenant's `gid` may add to while what the server
@@ -298,23 +296,12 @@ impl Sandbox {
     /// for the tenant, sticky (`01770`), so the child can make its own
     /// files and folders but cannot rename, replace or remove the server's.
     fn share_state(&self, dir: &Path, gid: u32) -> io::Result<()> {
-        let key = dir.to_path_buf();
-        if self
-            .prepared
-            .lock()
-            .map(|set| set.contains(&key))
-            .unwrap_or(false)
-        {
-            return Ok(());
-        }
-        private_dir(dir)?;
-        std::os::unix::fs::lchown(dir, Some(self.facts.euid), Some(gid))?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1770))?;
-        self.allow_traverse_to(dir)?;
-        if let Ok(mut set) = self.prepared.lock() {
-            set.insert(key);
-        }
-        Ok(())
+        self.once(dir, || {
+            private_dir(dir)?;
+            std::os::unix::fs::lchown(dir, Some(self.facts.euid), Some(gid))?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1770))?;
+            self.allow_traverse_to(dir)
+        })
     }
 
     /// Lets other uids pass every folder from the server home down to `dir`'s
